@@ -1,0 +1,92 @@
+// The interface every compute backend implements (cpu/, cuda/), and the
+// array type that sessions hold.
+//
+//   std::unique_ptr<Backend> backend = CreateCpuBackend();
+//   auto stream = backend->CreateStream();
+//   auto buf = backend->Allocate(1024, **stream);
+//   backend->CopyToDevice(host_bytes, **buf, /*offset=*/0, /*n=*/1024, **stream);
+//   backend->CopyToHost(**buf, 0, 1024, out_bytes, **stream);
+//   backend->Synchronize(**stream);
+//
+// Backends are thread-safe: any thread may call any method. Work submitted on
+// one Stream runs in submission order; work on different streams may overlap.
+#ifndef GPUFLOW_ENGINE_BACKEND_H_
+#define GPUFLOW_ENGINE_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/ir/dtype.h"
+#include "engine/ir/shape.h"
+
+namespace gpuflow {
+
+// Memory owned by a backend (host memory for cpu, device memory for cuda).
+// Freed by the destructor, which never fails.
+class DeviceBuffer {
+ public:
+  virtual ~DeviceBuffer() = default;
+  virtual int64_t size() const = 0;
+};
+
+// An ordered queue of work (a CUDA stream; nothing for the CPU backend).
+// A session owns one.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+};
+
+// An immutable array held by a session: dtype, shape and the buffer holding
+// num_elements * itemsize bytes, C-contiguous. Copies share the buffer, which
+// lives as long as its last holder.
+struct Array {
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  std::shared_ptr<const DeviceBuffer> buffer;
+
+  int64_t num_bytes() const { return shape.num_elements() * ItemSize(dtype); }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // "cpu" or "cuda".
+  virtual absl::string_view name() const = 0;
+  // Human-readable device, e.g. "CPU (2 threads)".
+  virtual std::string device_description() const = 0;
+  // False after an unrecoverable device error; requests then fail with
+  // UNAVAILABLE.
+  virtual bool healthy() const = 0;
+
+  virtual absl::StatusOr<std::unique_ptr<Stream>> CreateStream() = 0;
+
+  // Allocates `bytes` (may be 0), ordered on `stream`. RESOURCE_EXHAUSTED
+  // naming the size when memory runs out. Contents are unspecified.
+  virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(int64_t bytes,
+                                                                 Stream& stream) = 0;
+
+  // Copies n bytes from host memory `src` into dst[offset, offset + n).
+  // `src` must stay valid until the next Synchronize(stream).
+  virtual absl::Status CopyToDevice(const void* src, DeviceBuffer& dst, int64_t offset, int64_t n,
+                                    Stream& stream) = 0;
+  // Copies src[offset, offset + n) into host memory `dst`, valid after the
+  // next Synchronize(stream).
+  virtual absl::Status CopyToHost(const DeviceBuffer& src, int64_t offset, int64_t n, void* dst,
+                                  Stream& stream) = 0;
+  // Waits for all work submitted on `stream`.
+  virtual absl::Status Synchronize(Stream& stream) = 0;
+};
+
+// OUT_OF_RANGE unless [offset, offset + n) lies inside a buffer of `size`
+// bytes. Backends call it before every copy.
+absl::Status CheckCopyRange(int64_t size, int64_t offset, int64_t n);
+
+}  // namespace gpuflow
+
+#endif  // GPUFLOW_ENGINE_BACKEND_H_

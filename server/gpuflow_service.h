@@ -1,0 +1,86 @@
+// The GpuFlow gRPC service (callback API): sessions, chunked array transfer,
+// server info. It translates protobuf to engine calls and absl::Status to
+// grpc::Status; it holds no state of its own beyond what it is given.
+//
+//   GpuFlowService service(backend, registry, options);
+//   builder.RegisterService(&service);
+//
+// Thread-safe: gRPC calls it from many threads at once.
+#ifndef GPUFLOW_SERVER_GPUFLOW_SERVICE_H_
+#define GPUFLOW_SERVER_GPUFLOW_SERVICE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "engine/backend.h"
+#include "gpuflow/v1/service.grpc.pb.h"
+#include "server/session_registry.h"
+
+namespace gpuflow::server {
+
+struct ServiceOptions {
+  int64_t max_array_bytes = int64_t{16} << 30;
+  // Largest chunk accepted in an upload and sent in a download.
+  int64_t max_chunk_bytes = int64_t{4} << 20;
+  // Download chunk size when the client asks for none.
+  int64_t default_chunk_bytes = int64_t{1} << 20;
+  int64_t max_inline_bytes = int64_t{4} << 20;
+  int32_t max_graph_nodes = 10000;
+  int64_t max_message_bytes = int64_t{64} << 20;
+};
+
+class GpuFlowService final : public v1::GpuFlow::CallbackService {
+ public:
+  // `backend` and `registry` must outlive the service.
+  GpuFlowService(Backend& backend, SessionRegistry& registry, ServiceOptions options);
+
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
+                                          const v1::GetServerInfoRequest* request,
+                                          v1::ServerInfo* response) override;
+  grpc::ServerUnaryReactor* CreateSession(grpc::CallbackServerContext* context,
+                                          const v1::CreateSessionRequest* request,
+                                          v1::SessionInfo* response) override;
+  grpc::ServerUnaryReactor* CloseSession(grpc::CallbackServerContext* context,
+                                         const v1::CloseSessionRequest* request,
+                                         v1::CloseSessionResponse* response) override;
+  grpc::ServerUnaryReactor* KeepAlive(grpc::CallbackServerContext* context,
+                                      const v1::KeepAliveRequest* request,
+                                      v1::SessionInfo* response) override;
+  grpc::ServerReadReactor<v1::UploadArrayRequest>* UploadArray(
+      grpc::CallbackServerContext* context, v1::ArrayInfo* response) override;
+  grpc::ServerWriteReactor<v1::DownloadArrayResponse>* DownloadArray(
+      grpc::CallbackServerContext* context, const v1::DownloadArrayRequest* request) override;
+  grpc::ServerUnaryReactor* ListArrays(grpc::CallbackServerContext* context,
+                                       const v1::ListArraysRequest* request,
+                                       v1::ListArraysResponse* response) override;
+  grpc::ServerUnaryReactor* GetArrayInfo(grpc::CallbackServerContext* context,
+                                         const v1::GetArrayInfoRequest* request,
+                                         v1::ArrayInfo* response) override;
+  grpc::ServerUnaryReactor* DeleteArray(grpc::CallbackServerContext* context,
+                                        const v1::DeleteArrayRequest* request,
+                                        v1::DeleteArrayResponse* response) override;
+  grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
+                                    const v1::ExecuteRequest* request,
+                                    v1::ExecuteResponse* response) override;
+  grpc::ServerUnaryReactor* Benchmark(grpc::CallbackServerContext* context,
+                                      const v1::BenchmarkRequest* request,
+                                      v1::BenchmarkResponse* response) override;
+  grpc::ServerUnaryReactor* Precompile(grpc::CallbackServerContext* context,
+                                       const v1::PrecompileRequest* request,
+                                       v1::PrecompileResponse* response) override;
+
+ private:
+  class UploadReactor;
+  class DownloadReactor;
+
+  // UNAVAILABLE when the backend is unhealthy, else the live session.
+  absl::StatusOr<std::shared_ptr<Session>> FindSession(const std::string& id);
+
+  Backend& backend_;
+  SessionRegistry& registry_;
+  const ServiceOptions options_;
+};
+
+}  // namespace gpuflow::server
+
+#endif  // GPUFLOW_SERVER_GPUFLOW_SERVICE_H_

@@ -1,0 +1,302 @@
+#include "server/session_registry.h"
+
+#include <sys/random.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace gpuflow::server {
+
+// ---------------------------------------------------------------- reservation
+
+MemoryReservation::MemoryReservation(MemoryReservation&& other) noexcept
+    : session_(std::move(other.session_)), bytes_(other.bytes_) {
+  other.bytes_ = 0;
+}
+
+MemoryReservation& MemoryReservation::operator=(MemoryReservation&& other) noexcept {
+  if (this != &other) {
+    Release();
+    session_ = std::move(other.session_);
+    bytes_ = other.bytes_;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+MemoryReservation::~MemoryReservation() { Release(); }
+
+void MemoryReservation::Release() {
+  if (session_ != nullptr && bytes_ > 0) session_->ReleaseReservation(bytes_);
+  session_.reset();
+  bytes_ = 0;
+}
+
+// ---------------------------------------------------------------- session
+
+Session::Session(std::string id, std::string label, int64_t memory_limit_bytes,
+                 absl::Duration idle_ttl, std::unique_ptr<Stream> stream, absl::Time now)
+    : id_(std::move(id)),
+      label_(std::move(label)),
+      memory_limit_bytes_(memory_limit_bytes),
+      idle_ttl_(idle_ttl),
+      stream_(std::move(stream)),
+      last_used_(now) {}
+
+absl::StatusOr<MemoryReservation> Session::Reserve(int64_t bytes) {
+  if (bytes < 0) return absl::InvalidArgumentError("negative reservation");
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::NotFoundError(absl::StrCat("session ", id_, " is closed"));
+  if (bytes > memory_limit_bytes_ - used_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "session memory quota exceeded: ", bytes, " bytes requested, ", used_bytes_, " of ",
+        memory_limit_bytes_, " bytes in use"));
+  }
+  used_bytes_ += bytes;
+  return MemoryReservation(shared_from_this(), bytes);
+}
+
+void Session::ReleaseReservation(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  used_bytes_ -= bytes;
+}
+
+absl::Status Session::PutArray(const std::string& name, Array array,
+                               MemoryReservation reservation) {
+  if (reservation.session_.get() != this || reservation.bytes_ < array.num_bytes()) {
+    return absl::InternalError("PutArray: reservation does not cover the array");
+  }
+  // Any surplus of the reservation is given back when `reservation` dies.
+  const int64_t bytes = array.num_bytes();
+  Array replaced;  // Destroyed after the lock is released.
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::NotFoundError(absl::StrCat("session ", id_, " is closed"));
+    auto [it, inserted] = arrays_.try_emplace(name);
+    if (!inserted) {
+      used_bytes_ -= it->second.num_bytes();
+      replaced = std::move(it->second);
+    }
+    it->second = std::move(array);
+    // The reservation's bytes now belong to the array.
+    reservation.bytes_ -= bytes;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Array> Session::GetArray(const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = arrays_.find(name);
+  if (it == arrays_.end()) {
+    return absl::NotFoundError(absl::StrCat("no array named '", name, "' in session ", id_));
+  }
+  return it->second;
+}
+
+absl::StatusOr<int64_t> Session::DeleteArray(const std::string& name) {
+  Array removed;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = arrays_.find(name);
+    if (it == arrays_.end()) {
+      return absl::NotFoundError(absl::StrCat("no array named '", name, "' in session ", id_));
+    }
+    removed = std::move(it->second);
+    arrays_.erase(it);
+    used_bytes_ -= removed.num_bytes();
+  }
+  return removed.num_bytes();
+}
+
+std::vector<ArrayEntry> Session::ListArrays() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<ArrayEntry> out;
+  out.reserve(arrays_.size());
+  for (const auto& [name, array] : arrays_) out.push_back({name, array});
+  return out;
+}
+
+int64_t Session::memory_used_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return used_bytes_;
+}
+
+int Session::num_arrays() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(arrays_.size());
+}
+
+bool Session::closed() const {
+  absl::MutexLock lock(&mu_);
+  return closed_;
+}
+
+int64_t Session::CloseAndFree() {
+  std::map<std::string, Array> arrays;
+  int64_t freed = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    arrays.swap(arrays_);
+    for (const auto& [name, array] : arrays) freed += array.num_bytes();
+    used_bytes_ -= freed;
+  }
+  return freed;  // `arrays` and their buffers go here, outside the lock.
+}
+
+void Session::Touch(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  last_used_ = now;
+}
+
+absl::Time Session::last_used() const {
+  absl::MutexLock lock(&mu_);
+  return last_used_;
+}
+
+// ---------------------------------------------------------------- registry
+
+SessionRegistry::SessionRegistry(Backend& backend, SessionRegistryOptions options)
+    : backend_(backend), options_([&] {
+        if (!options.clock) options.clock = [] { return absl::Now(); };
+        return std::move(options);
+      }()) {}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOptions& options) {
+  if (options.label.size() > 128) {
+    return absl::InvalidArgumentError("session label is longer than 128 characters");
+  }
+  if (options.memory_limit_bytes < 0 || options.memory_limit_bytes > options_.max_memory_limit_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("session memory limit ", options.memory_limit_bytes,
+                     " is outside [0, ", options_.max_memory_limit_bytes, "] bytes"));
+  }
+  if (options.idle_ttl < absl::ZeroDuration() || options.idle_ttl > options_.max_idle_ttl) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("session idle TTL ", absl::FormatDuration(options.idle_ttl),
+                     " is outside [0, ", absl::FormatDuration(options_.max_idle_ttl), "]"));
+  }
+  const int64_t limit = options.memory_limit_bytes == 0 ? options_.default_memory_limit_bytes
+                                                        : options.memory_limit_bytes;
+  const absl::Duration ttl =
+      options.idle_ttl == absl::ZeroDuration() ? options_.default_idle_ttl : options.idle_ttl;
+
+  ExpireIdle();  // Expired sessions must not count against max_sessions.
+  absl::StatusOr<std::unique_ptr<Stream>> stream = backend_.CreateStream();
+  if (!stream.ok()) return stream.status();
+
+  absl::MutexLock lock(&mu_);
+  if (static_cast<int>(sessions_.size()) >= options_.max_sessions) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("too many sessions: ", options_.max_sessions, " are open (--max_sessions)"));
+  }
+  std::string id = NewSessionId();
+  auto session =
+      std::make_shared<Session>(id, options.label, limit, ttl, std::move(*stream), Now());
+  sessions_.emplace(std::move(id), session);
+  return session;
+}
+
+bool SessionRegistry::IsExpired(const Session& session, absl::Time now) {
+  return now - session.last_used() > session.idle_ttl();
+}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Get(const std::string& id) {
+  const absl::Time now = Now();
+  std::shared_ptr<Session> session;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(id);
+    if (it != sessions_.end()) {
+      if (IsExpired(*it->second, now)) {
+        it->second->CloseAndFree();
+        sessions_.erase(it);
+        ++expired_total_;
+      } else {
+        session = it->second;
+      }
+    }
+  }
+  if (session == nullptr) {
+    return absl::NotFoundError(absl::StrCat("unknown or expired session '", id, "'"));
+  }
+  session->Touch(now);
+  return session;
+}
+
+absl::StatusOr<int64_t> SessionRegistry::Close(const std::string& id) {
+  std::shared_ptr<Session> session;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) {
+      return absl::NotFoundError(absl::StrCat("unknown or expired session '", id, "'"));
+    }
+    session = std::move(it->second);
+    sessions_.erase(it);
+  }
+  return session->CloseAndFree();
+}
+
+int SessionRegistry::ExpireIdle() {
+  const absl::Time now = Now();
+  std::vector<std::shared_ptr<Session>> expired;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      if (IsExpired(*it->second, now)) {
+        expired.push_back(std::move(it->second));
+        sessions_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+    expired_total_ += static_cast<int64_t>(expired.size());
+  }
+  for (const auto& session : expired) session->CloseAndFree();
+  return static_cast<int>(expired.size());
+}
+
+void SessionRegistry::CloseAll() {
+  absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    sessions.swap(sessions_);
+  }
+  for (auto& [id, session] : sessions) session->CloseAndFree();
+}
+
+int SessionRegistry::size() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(sessions_.size());
+}
+
+int64_t SessionRegistry::expired_total() const {
+  absl::MutexLock lock(&mu_);
+  return expired_total_;
+}
+
+std::string NewSessionId() {
+  std::array<unsigned char, 16> bytes{};
+  size_t filled = 0;
+  while (filled < bytes.size()) {
+    const ssize_t n = getrandom(bytes.data() + filled, bytes.size() - filled, 0);
+    if (n > 0) {
+      filled += static_cast<size_t>(n);
+    } else if (errno != EINTR) {
+      // getrandom only fails on ancient kernels; there is no safe fallback
+      // for an unguessable id, so refuse to run rather than hand out weak ids.
+      std::abort();
+    }
+  }
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+}  // namespace gpuflow::server

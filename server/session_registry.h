@@ -1,0 +1,194 @@
+// Sessions: who holds which arrays, how much memory they may use, and when
+// they expire.
+//
+//   SessionRegistry registry(backend, options);
+//   absl::StatusOr<std::shared_ptr<Session>> s = registry.Create({.label = "job"});
+//   absl::StatusOr<MemoryReservation> r = (*s)->Reserve(bytes);   // quota first
+//   ... allocate and fill a buffer ...
+//   (*s)->PutArray("x", std::move(array), std::move(*r));         // then publish
+//   registry.Close((*s)->id());
+//
+// Arrays by name: PutArray replaces an existing array of the same name; the
+// replaced array's bytes return to the quota at once (readers that already
+// hold it keep it alive until they are done). Quota is taken by reservations
+// before memory is allocated, so an upload in progress counts against it; a
+// reservation that is destroyed without being committed gives its bytes back.
+//
+// Thread-safety: every method of SessionRegistry and Session may be called
+// from any thread. A Session stays valid while a caller holds its
+// shared_ptr, even after it is closed or expired; a closed session refuses
+// new arrays (NOT_FOUND).
+#ifndef GPUFLOW_SERVER_SESSION_REGISTRY_H_
+#define GPUFLOW_SERVER_SESSION_REGISTRY_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "engine/backend.h"
+
+namespace gpuflow::server {
+
+class Session;
+
+// Bytes taken from a session's quota. Move-only; gives them back on
+// destruction unless Session::PutArray consumed it.
+class MemoryReservation {
+ public:
+  MemoryReservation() = default;
+  MemoryReservation(MemoryReservation&& other) noexcept;
+  MemoryReservation& operator=(MemoryReservation&& other) noexcept;
+  MemoryReservation(const MemoryReservation&) = delete;
+  MemoryReservation& operator=(const MemoryReservation&) = delete;
+  ~MemoryReservation();
+
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  friend class Session;
+  MemoryReservation(std::shared_ptr<Session> session, int64_t bytes)
+      : session_(std::move(session)), bytes_(bytes) {}
+  void Release();
+
+  std::shared_ptr<Session> session_;
+  int64_t bytes_ = 0;
+};
+
+struct SessionOptions {
+  std::string label;
+  // 0: the registry's default.
+  int64_t memory_limit_bytes = 0;
+  // Zero: the registry's default.
+  absl::Duration idle_ttl = absl::ZeroDuration();
+};
+
+struct ArrayEntry {
+  std::string name;
+  Array array;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  // Use SessionRegistry::Create.
+  Session(std::string id, std::string label, int64_t memory_limit_bytes, absl::Duration idle_ttl,
+          std::unique_ptr<Stream> stream, absl::Time now);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const std::string& id() const { return id_; }
+  const std::string& label() const { return label_; }
+  int64_t memory_limit_bytes() const { return memory_limit_bytes_; }
+  absl::Duration idle_ttl() const { return idle_ttl_; }
+  // The session's stream; work on it is ordered.
+  Stream& stream() { return *stream_; }
+
+  // Takes `bytes` from the quota. RESOURCE_EXHAUSTED with the sizes when the
+  // quota cannot hold them; NOT_FOUND once the session is closed.
+  absl::StatusOr<MemoryReservation> Reserve(int64_t bytes);
+
+  // Publishes `array` under `name`, replacing any array of that name. The
+  // reservation must come from this session and cover array.num_bytes().
+  absl::Status PutArray(const std::string& name, Array array, MemoryReservation reservation);
+
+  // NOT_FOUND when there is no such array.
+  absl::StatusOr<Array> GetArray(const std::string& name) const;
+  // Returns the bytes freed. NOT_FOUND when there is no such array.
+  absl::StatusOr<int64_t> DeleteArray(const std::string& name);
+  // Sorted by name.
+  std::vector<ArrayEntry> ListArrays() const;
+
+  // Arrays plus live reservations.
+  int64_t memory_used_bytes() const;
+  int num_arrays() const;
+  bool closed() const;
+
+ private:
+  friend class SessionRegistry;
+  friend class MemoryReservation;
+
+  void ReleaseReservation(int64_t bytes);
+  // Drops every array; returns the bytes they held.
+  int64_t CloseAndFree();
+  void Touch(absl::Time now);
+  absl::Time last_used() const;
+
+  const std::string id_;
+  const std::string label_;
+  const int64_t memory_limit_bytes_;
+  const absl::Duration idle_ttl_;
+  const std::unique_ptr<Stream> stream_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, Array> arrays_ ABSL_GUARDED_BY(mu_);
+  int64_t used_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time last_used_ ABSL_GUARDED_BY(mu_);
+};
+
+struct SessionRegistryOptions {
+  int max_sessions = 64;
+  int64_t default_memory_limit_bytes = int64_t{4} << 30;
+  int64_t max_memory_limit_bytes = int64_t{64} << 30;
+  absl::Duration default_idle_ttl = absl::Minutes(10);
+  absl::Duration max_idle_ttl = absl::Hours(24);
+  // Injected for tests; absl::Now by default.
+  std::function<absl::Time()> clock;
+};
+
+class SessionRegistry {
+ public:
+  SessionRegistry(Backend& backend, SessionRegistryOptions options);
+  SessionRegistry(const SessionRegistry&) = delete;
+  SessionRegistry& operator=(const SessionRegistry&) = delete;
+
+  // INVALID_ARGUMENT for a quota or TTL over the maximum (or negative) or a
+  // label over 128 characters; RESOURCE_EXHAUSTED when max_sessions are open.
+  absl::StatusOr<std::shared_ptr<Session>> Create(const SessionOptions& options);
+
+  // Finds a live session and resets its idle timer. NOT_FOUND for an unknown,
+  // closed or expired id (an expired session found here is freed at once).
+  absl::StatusOr<std::shared_ptr<Session>> Get(const std::string& id);
+
+  // Resets the idle timer of a session the caller already holds (long
+  // transfers call it as they progress).
+  void Touch(Session& session) { session.Touch(Now()); }
+
+  // Closes the session and frees its arrays; returns the bytes freed.
+  absl::StatusOr<int64_t> Close(const std::string& id);
+
+  // Frees every session idle for longer than its TTL; returns how many.
+  int ExpireIdle();
+
+  // Closes every session (server shutdown).
+  void CloseAll();
+
+  int size() const;
+  int64_t expired_total() const;
+  const SessionRegistryOptions& options() const { return options_; }
+
+ private:
+  absl::Time Now() const { return options_.clock(); }
+  static bool IsExpired(const Session& session, absl::Time now);
+
+  Backend& backend_;
+  const SessionRegistryOptions options_;
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  int64_t expired_total_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// 32 lowercase hex digits from the kernel's CSPRNG (getrandom(2)).
+std::string NewSessionId();
+
+}  // namespace gpuflow::server
+
+#endif  // GPUFLOW_SERVER_SESSION_REGISTRY_H_
