@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -68,8 +67,7 @@ class Backend {
 
   // Allocates `bytes` (may be 0), ordered on `stream`. RESOURCE_EXHAUSTED
   // naming the size when memory runs out. Contents are unspecified.
-  virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(int64_t bytes,
-                                                                 Stream& stream) = 0;
+  virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(int64_t bytes, Stream& stream) = 0;
 
   // Copies n bytes from host memory `src` into dst[offset, offset + n).
   // `src` must stay valid until the next Synchronize(stream).

@@ -34,8 +34,7 @@ void FillSessionInfo(const Session& session, v1::SessionInfo* info) {
 
 }  // namespace
 
-GpuFlowService::GpuFlowService(Backend& backend, SessionRegistry& registry,
-                               ServiceOptions options)
+GpuFlowService::GpuFlowService(Backend& backend, SessionRegistry& registry, ServiceOptions options)
     : backend_(backend), registry_(registry), options_(options) {}
 
 absl::StatusOr<std::shared_ptr<Session>> GpuFlowService::FindSession(const std::string& id) {
@@ -161,9 +160,9 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<v1::U
     absl::StatusOr<int64_t> bytes = ByteSize(*shape, *dtype);
     if (!bytes.ok()) return bytes.status();
     if (*bytes > service_.options_.max_array_bytes) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("array '", name_, "' of ", *bytes, " bytes exceeds --max_array_bytes (",
-                       service_.options_.max_array_bytes, ")"));
+      return absl::ResourceExhaustedError(absl::StrCat("array '", name_, "' of ", *bytes,
+                                                       " bytes exceeds --max_array_bytes (",
+                                                       service_.options_.max_array_bytes, ")"));
     }
     absl::StatusOr<MemoryReservation> reservation = session_->Reserve(*bytes);
     if (!reservation.ok()) return reservation.status();
@@ -184,17 +183,18 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<v1::U
     const std::string& chunk = request_.chunk();
     const auto n = static_cast<int64_t>(chunk.size());
     if (n > service_.options_.max_chunk_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "chunk of ", n, " bytes exceeds the limit of ", service_.options_.max_chunk_bytes));
+      return absl::InvalidArgumentError(absl::StrCat("chunk of ", n, " bytes exceeds the limit of ",
+                                                     service_.options_.max_chunk_bytes));
     }
     if (n > buffer_->size() - received_) {
       return absl::InvalidArgumentError(
           absl::StrCat("upload of '", name_, "' sent more than the ", buffer_->size(),
-                       " bytes its header announced (dtype ", DTypeName(array_.dtype),
-                       ", shape ", array_.shape.ToString(), ")"));
+                       " bytes its header announced (dtype ", DTypeName(array_.dtype), ", shape ",
+                       array_.shape.ToString(), ")"));
     }
     Stream& stream = session_->stream();
-    if (absl::Status s = service_.backend_.CopyToDevice(chunk.data(), *buffer_, received_, n, stream);
+    if (absl::Status s =
+            service_.backend_.CopyToDevice(chunk.data(), *buffer_, received_, n, stream);
         !s.ok()) {
       return s;
     }
@@ -275,9 +275,9 @@ class GpuFlowService::DownloadReactor final
     if (request.chunk_bytes() < 0) {
       return absl::InvalidArgumentError("chunk_bytes must not be negative");
     }
-    chunk_bytes_ = request.chunk_bytes() == 0 ? service.options_.default_chunk_bytes
-                                              : std::min(request.chunk_bytes(),
-                                                         service.options_.max_chunk_bytes);
+    chunk_bytes_ = request.chunk_bytes() == 0
+                       ? service.options_.default_chunk_bytes
+                       : std::min(request.chunk_bytes(), service.options_.max_chunk_bytes);
     FillArrayInfo(request.name(), array_, response_.mutable_header());
     StartWrite(&response_);
     return absl::OkStatus();

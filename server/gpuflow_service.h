@@ -46,8 +46,8 @@ class GpuFlowService final : public v1::GpuFlow::CallbackService {
   grpc::ServerUnaryReactor* KeepAlive(grpc::CallbackServerContext* context,
                                       const v1::KeepAliveRequest* request,
                                       v1::SessionInfo* response) override;
-  grpc::ServerReadReactor<v1::UploadArrayRequest>* UploadArray(
-      grpc::CallbackServerContext* context, v1::ArrayInfo* response) override;
+  grpc::ServerReadReactor<v1::UploadArrayRequest>* UploadArray(grpc::CallbackServerContext* context,
+                                                               v1::ArrayInfo* response) override;
   grpc::ServerWriteReactor<v1::DownloadArrayResponse>* DownloadArray(
       grpc::CallbackServerContext* context, const v1::DownloadArrayRequest* request) override;
   grpc::ServerUnaryReactor* ListArrays(grpc::CallbackServerContext* context,

@@ -44,8 +44,7 @@ ABSL_FLAG(ByteCount, default_session_memory_limit, ByteCount{int64_t{4} << 30},
 ABSL_FLAG(ByteCount, max_session_memory_limit, ByteCount{int64_t{64} << 30},
           "Largest quota a session may ask for");
 ABSL_FLAG(ByteCount, max_array_bytes, ByteCount{int64_t{16} << 30}, "Largest single array");
-ABSL_FLAG(ByteCount, max_chunk_bytes, ByteCount{int64_t{4} << 20},
-          "Largest upload/download chunk");
+ABSL_FLAG(ByteCount, max_chunk_bytes, ByteCount{int64_t{4} << 20}, "Largest upload/download chunk");
 ABSL_FLAG(ByteCount, max_inline_bytes, ByteCount{int64_t{4} << 20},
           "Largest inline literal or inline result");
 ABSL_FLAG(int, max_graph_nodes, 10000, "Most nodes in one graph");
@@ -55,13 +54,20 @@ ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
 namespace {
 
 const std::vector<std::string> kEnvFlags = {
-    "address",           "port",
-    "port_file",         "backend",
-    "max_sessions",      "session_idle_ttl",
-    "max_session_idle_ttl", "session_reap_interval",
-    "default_session_memory_limit", "max_session_memory_limit",
-    "max_array_bytes",   "max_chunk_bytes",
-    "max_inline_bytes",  "max_graph_nodes",
+    "address",
+    "port",
+    "port_file",
+    "backend",
+    "max_sessions",
+    "session_idle_ttl",
+    "max_session_idle_ttl",
+    "session_reap_interval",
+    "default_session_memory_limit",
+    "max_session_memory_limit",
+    "max_array_bytes",
+    "max_chunk_bytes",
+    "max_inline_bytes",
+    "max_graph_nodes",
     "shutdown_grace",
 };
 
@@ -128,8 +134,8 @@ int main(int argc, char** argv) {
   gpuflow::server::ServiceOptions service_options;
   service_options.max_array_bytes = absl::GetFlag(FLAGS_max_array_bytes).bytes;
   service_options.max_chunk_bytes = absl::GetFlag(FLAGS_max_chunk_bytes).bytes;
-  service_options.default_chunk_bytes = std::min<int64_t>(int64_t{1} << 20,
-                                                          service_options.max_chunk_bytes);
+  service_options.default_chunk_bytes =
+      std::min<int64_t>(int64_t{1} << 20, service_options.max_chunk_bytes);
   service_options.max_inline_bytes = absl::GetFlag(FLAGS_max_inline_bytes).bytes;
   service_options.max_graph_nodes = absl::GetFlag(FLAGS_max_graph_nodes);
   // Room for the largest chunk or inline payload plus the message around it.
@@ -168,7 +174,8 @@ int main(int argc, char** argv) {
   std::thread reaper([&] {
     const absl::Duration interval = absl::GetFlag(FLAGS_session_reap_interval);
     while (!stopping.WaitForNotificationWithTimeout(interval)) {
-      if (int n = registry.ExpireIdle(); n > 0) Log(absl::StrCat("expired ", n, " idle session(s)"));
+      if (int n = registry.ExpireIdle(); n > 0)
+        Log(absl::StrCat("expired ", n, " idle session(s)"));
     }
   });
 

@@ -54,9 +54,9 @@ absl::StatusOr<MemoryReservation> Session::Reserve(int64_t bytes) {
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::NotFoundError(absl::StrCat("session ", id_, " is closed"));
   if (bytes > memory_limit_bytes_ - used_bytes_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "session memory quota exceeded: ", bytes, " bytes requested, ", used_bytes_, " of ",
-        memory_limit_bytes_, " bytes in use"));
+    return absl::ResourceExhaustedError(absl::StrCat("session memory quota exceeded: ", bytes,
+                                                     " bytes requested, ", used_bytes_, " of ",
+                                                     memory_limit_bytes_, " bytes in use"));
   }
   used_bytes_ += bytes;
   return MemoryReservation(shared_from_this(), bytes);
@@ -172,10 +172,11 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOp
   if (options.label.size() > 128) {
     return absl::InvalidArgumentError("session label is longer than 128 characters");
   }
-  if (options.memory_limit_bytes < 0 || options.memory_limit_bytes > options_.max_memory_limit_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("session memory limit ", options.memory_limit_bytes,
-                     " is outside [0, ", options_.max_memory_limit_bytes, "] bytes"));
+  if (options.memory_limit_bytes < 0 ||
+      options.memory_limit_bytes > options_.max_memory_limit_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("session memory limit ",
+                                                   options.memory_limit_bytes, " is outside [0, ",
+                                                   options_.max_memory_limit_bytes, "] bytes"));
   }
   if (options.idle_ttl < absl::ZeroDuration() || options.idle_ttl > options_.max_idle_ttl) {
     return absl::InvalidArgumentError(

@@ -25,7 +25,8 @@ class CpuBackend final : public Backend {
     return std::make_unique<CpuStream>();
   }
 
-  absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(int64_t bytes, Stream& /*stream*/) override {
+  absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(int64_t bytes,
+                                                         Stream& /*stream*/) override {
     absl::StatusOr<std::unique_ptr<CpuBuffer>> buffer = CpuBuffer::Create(bytes);
     if (!buffer.ok()) return buffer.status();
     return std::unique_ptr<DeviceBuffer>(std::move(*buffer));

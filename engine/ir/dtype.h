@@ -11,9 +11,9 @@
 
 #include <array>
 #include <cstdint>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace gpuflow {
 
@@ -41,7 +41,7 @@ enum class DTypeKind : uint8_t { kBool, kSigned, kUnsigned, kFloat };
 struct DTypeInfo {
   DType dtype;
   absl::string_view name;  // NumPy's name ("float32"); "bfloat16" for bfloat16.
-  int64_t itemsize;       // bytes per element
+  int64_t itemsize;        // bytes per element
   DTypeKind kind;
 };
 

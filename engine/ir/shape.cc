@@ -49,8 +49,9 @@ std::string Shape::ToString() const {
 absl::StatusOr<int64_t> ByteSize(const Shape& shape, DType dtype) {
   const int64_t itemsize = ItemSize(dtype);
   if (shape.num_elements() > kMaxElements / itemsize) {
-    return absl::InvalidArgumentError(absl::StrCat("array of shape ", shape.ToString(), " and dtype ",
-                                                   DTypeName(dtype), " exceeds 2^62 bytes"));
+    return absl::InvalidArgumentError(absl::StrCat("array of shape ", shape.ToString(),
+                                                   " and dtype ", DTypeName(dtype),
+                                                   " exceeds 2^62 bytes"));
   }
   return shape.num_elements() * itemsize;
 }

@@ -1,0 +1,54 @@
+# The two commands of the README:
+#   make serve   builds and starts gpuflowd on localhost:50051 (auto backend)
+#   make test    builds and runs every test (C++ and Python)
+# Both install missing Debian packages first (scripts/install_deps.sh).
+
+BUILD_DIR    ?= build
+BUILD_TYPE   ?= RelWithDebInfo
+GPUFLOW_CUDA ?= AUTO
+JOBS         ?= $(shell nproc)
+PYTHON       ?= /usr/bin/python3
+PORT         ?= 50051
+CMAKE_ARGS   ?=
+
+.PHONY: all deps configure build test test-cpp test-python check-format format serve clean bench-transfer
+
+all: build
+
+deps:
+	@scripts/install_deps.sh
+
+configure: deps
+	@if [ ! -f $(BUILD_DIR)/build.ninja ]; then \
+	  cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	    -DGPUFLOW_CUDA=$(GPUFLOW_CUDA) $(CMAKE_ARGS); \
+	fi
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build check-format test-cpp test-python
+
+test-cpp: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+test-python: build
+	GPUFLOW_SERVER_BIN=$(BUILD_DIR)/bin/gpuflowd PYTHONPATH=clients/python \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+
+serve: build
+	$(BUILD_DIR)/bin/gpuflowd --address=localhost --port=$(PORT) --backend=auto
+
+# Every C++ file of ours must be clang-formatted (generated code is not ours).
+SOURCES = $(shell git ls-files '*.h' '*.cc' '*.cu' '*.cuh' 2>/dev/null)
+check-format: deps
+	@clang-format --dry-run --Werror $(SOURCES) && echo "check-format: $(words $(SOURCES)) files formatted"
+
+format:
+	clang-format -i $(SOURCES)
+
+bench-transfer: build
+	bench/transfer.sh $(BUILD_DIR)
+
+clean:
+	rm -rf $(BUILD_DIR) clients/python/gpuflow/v1

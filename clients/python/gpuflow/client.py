@@ -1,0 +1,208 @@
+"""Connections and sessions.
+
+    import numpy as np, gpuflow
+    client = gpuflow.connect("localhost:50051")
+    with client.session(label="demo") as s:
+        s.upload(np.arange(10, dtype=np.float32), name="x")
+        print(s.download("x"))
+"""
+
+import numpy as np
+import grpc
+
+from gpuflow import dtypes
+from gpuflow.errors import Error, UnavailableError, from_rpc_error
+from gpuflow.v1 import service_pb2, service_pb2_grpc, types_pb2
+
+DEFAULT_TARGET = "localhost:50051"
+DEFAULT_CHUNK_BYTES = 1 << 20
+_MAX_MESSAGE_BYTES = 64 << 20
+
+
+def _rpc(method, request, **kwargs):
+    try:
+        return method(request, **kwargs)
+    except grpc.RpcError as err:
+        raise from_rpc_error(err) from None
+
+
+def connect(target=DEFAULT_TARGET, *, timeout=10.0):
+    """Connects to a gpuflowd at ``target`` ("host:port") and waits up to
+    ``timeout`` seconds for it to answer. Raises :class:`UnavailableError`
+    when it does not."""
+    return Client(target, timeout=timeout)
+
+
+class ArrayInfo:
+    """What the server holds under a name: dtype, shape and size."""
+
+    def __init__(self, msg):
+        self.name = msg.name
+        self.dtype = dtypes.name_of(msg.dtype)
+        self.shape = tuple(msg.shape)
+        self.size = msg.num_elements
+        self.nbytes = msg.num_bytes
+
+    def __repr__(self):
+        return f"ArrayInfo(name={self.name!r}, dtype={self.dtype}, shape={self.shape})"
+
+    def __eq__(self, other):
+        return isinstance(other, ArrayInfo) and vars(self) == vars(other)
+
+
+class Client:
+    """A connection to one gpuflowd. Thread-safe; close it (or use ``with``)
+    when done."""
+
+    def __init__(self, target=DEFAULT_TARGET, *, timeout=10.0):
+        self.target = target
+        self._channel = grpc.insecure_channel(
+            target,
+            options=[
+                ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
+            ],
+        )
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            self._channel.close()
+            raise UnavailableError(f"no gpuflow server answered at {target} within {timeout} s") from None
+        self.stub = service_pb2_grpc.GpuFlowStub(self._channel)
+
+    def info(self):
+        """The server's ``ServerInfo`` message: version, backend, device,
+        limits, dtypes and ops."""
+        return _rpc(self.stub.GetServerInfo, service_pb2.GetServerInfoRequest())
+
+    def session(self, label="", *, memory_limit=0, idle_ttl=None):
+        """Opens a session. ``memory_limit`` in bytes (0: server default);
+        ``idle_ttl`` in seconds (None: server default). Use it as a context
+        manager so it is closed on exit."""
+        request = service_pb2.CreateSessionRequest(label=label, memory_limit_bytes=memory_limit)
+        if idle_ttl is not None:
+            request.idle_ttl.FromNanoseconds(int(idle_ttl * 1e9))
+        info = _rpc(self.stub.CreateSession, request)
+        return Session(self, info)
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Session:
+    """A session on the server: a namespace of arrays with a memory quota and
+    an idle TTL. Calls on one session may come from several threads."""
+
+    def __init__(self, client, info):
+        self._client = client
+        self._stub = client.stub
+        self.id = info.session_id
+        self.label = info.label
+        self.memory_limit = info.memory_limit_bytes
+        self.idle_ttl = info.idle_ttl.ToTimedelta().total_seconds()
+        self.closed = False
+
+    # -- arrays -------------------------------------------------------------
+
+    def upload(self, array, name, *, dtype=None, chunk_bytes=DEFAULT_CHUNK_BYTES):
+        """Uploads a numpy array (any shape, 0-d and empty included) under
+        ``name``, replacing an array of that name. ``dtype="bfloat16"`` sends
+        a uint16 array's words as bfloat16. Returns its :class:`ArrayInfo`."""
+        array = np.asarray(array)
+        name_ = dtype if dtype is not None else array.dtype.name
+        if name_ == "bfloat16" and array.dtype != np.uint16:
+            raise TypeError("bfloat16 uploads take a uint16 array of raw bfloat16 words")
+        if name_ != "bfloat16" and dtype is not None and np.dtype(dtype) != array.dtype:
+            array = array.astype(dtype)
+        wire = dtypes.to_proto(name_)
+        array = np.asarray(array, dtype=dtypes.numpy_dtype(name_), order="C")
+        header = service_pb2.UploadHeader(
+            session_id=self.id, name=name, dtype=wire, shape=list(array.shape)
+        )
+        flat = memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
+
+        def requests():
+            yield service_pb2.UploadArrayRequest(header=header)
+            for start in range(0, len(flat), chunk_bytes):
+                yield service_pb2.UploadArrayRequest(chunk=bytes(flat[start : start + chunk_bytes]))
+
+        return ArrayInfo(_rpc(self._stub.UploadArray, requests()))
+
+    def download(self, name, *, chunk_bytes=0):
+        """Downloads an array as a numpy array, bit-exact (bfloat16 arrays as
+        uint16 words)."""
+        stream = self._stub.DownloadArray(
+            service_pb2.DownloadArrayRequest(session_id=self.id, name=name, chunk_bytes=chunk_bytes)
+        )
+        try:
+            header = None
+            out = None
+            offset = 0
+            for message in stream:
+                if message.HasField("header"):
+                    header = ArrayInfo(message.header)
+                    out = np.empty(header.nbytes, dtype=np.uint8)
+                    continue
+                chunk = message.chunk
+                if out is None or offset + len(chunk) > len(out):
+                    raise Error("server sent more bytes than the array holds")
+                out[offset : offset + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
+                offset += len(chunk)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        if header is None or offset != header.nbytes:
+            raise Error(f"download of {name!r} ended early")
+        return out.view(dtypes.numpy_dtype(header.dtype)).reshape(header.shape)
+
+    def list(self):
+        """Every array of the session, sorted by name."""
+        reply = _rpc(self._stub.ListArrays, service_pb2.ListArraysRequest(session_id=self.id))
+        return [ArrayInfo(a) for a in reply.arrays]
+
+    def info(self, name):
+        return ArrayInfo(
+            _rpc(self._stub.GetArrayInfo, service_pb2.GetArrayInfoRequest(session_id=self.id, name=name))
+        )
+
+    def delete(self, name):
+        """Deletes an array; returns the bytes freed."""
+        reply = _rpc(self._stub.DeleteArray, service_pb2.DeleteArrayRequest(session_id=self.id, name=name))
+        return reply.freed_bytes
+
+    # -- session ------------------------------------------------------------
+
+    def keep_alive(self):
+        """Resets the idle timer."""
+        _rpc(self._stub.KeepAlive, service_pb2.KeepAliveRequest(session_id=self.id))
+
+    @property
+    def memory_used(self):
+        """Bytes held by the session's arrays and uploads in progress."""
+        reply = _rpc(self._stub.KeepAlive, service_pb2.KeepAliveRequest(session_id=self.id))
+        return reply.memory_used_bytes
+
+    def close(self):
+        """Closes the session, freeing everything it holds. Safe to call twice."""
+        if self.closed:
+            return
+        self.closed = True
+        _rpc(self._stub.CloseSession, service_pb2.CloseSessionRequest(session_id=self.id))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.close()
+        except Error:
+            if exc[0] is None:
+                raise
+
+    def __repr__(self):
+        return f"Session(id={self.id!r}, label={self.label!r})"

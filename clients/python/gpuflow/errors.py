@@ -1,0 +1,83 @@
+"""Exceptions raised by the gpuflow client.
+
+Every failed call raises a subclass of :class:`Error` carrying the gRPC status
+code and the server's message, e.g.::
+
+    try:
+        session.download("missing")
+    except gpuflow.NotFoundError as e:
+        print(e.code, e.details)
+"""
+
+import grpc
+
+
+class Error(Exception):
+    """A gpuflow call failed. ``code`` is a ``grpc.StatusCode``; ``details``
+    is the server's message."""
+
+    code = grpc.StatusCode.UNKNOWN
+
+    def __init__(self, details, code=None):
+        super().__init__(details)
+        self.details = details
+        if code is not None:
+            self.code = code
+
+    def __str__(self):
+        return f"{self.code.name}: {self.details}"
+
+
+class InvalidArgumentError(Error):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFoundError(Error):
+    code = grpc.StatusCode.NOT_FOUND
+
+
+class ResourceExhaustedError(Error):
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+class FailedPreconditionError(Error):
+    code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class UnavailableError(Error):
+    code = grpc.StatusCode.UNAVAILABLE
+
+
+class UnimplementedError(Error):
+    code = grpc.StatusCode.UNIMPLEMENTED
+
+
+class CancelledError(Error):
+    code = grpc.StatusCode.CANCELLED
+
+
+class InternalError(Error):
+    code = grpc.StatusCode.INTERNAL
+
+
+_BY_CODE = {
+    cls.code: cls
+    for cls in (
+        InvalidArgumentError,
+        NotFoundError,
+        ResourceExhaustedError,
+        FailedPreconditionError,
+        UnavailableError,
+        UnimplementedError,
+        CancelledError,
+        InternalError,
+    )
+}
+
+
+def from_rpc_error(err):
+    """Turns a grpc.RpcError into the matching gpuflow Error."""
+    code = err.code() if callable(getattr(err, "code", None)) else grpc.StatusCode.UNKNOWN
+    details = err.details() if callable(getattr(err, "details", None)) else str(err)
+    cls = _BY_CODE.get(code, Error)
+    return cls(details or "", code)
