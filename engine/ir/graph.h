@@ -1,0 +1,92 @@
+// The graph IR as received from a client (before validation): nodes in
+// topological order, each an op name, inputs and typed attributes. See
+// docs/ops.md for every op. No protobuf here: server/ converts the wire
+// message into these types.
+//
+//   Graph g;
+//   g.nodes.push_back({.id = "y", .op = "add",
+//                      .inputs = {Input::Array("x"), Input::FromScalar(Scalar::Int(1))}});
+//   absl::StatusOr<ValidatedGraph> v = ValidateGraph(g, lookup, limits);  // validate.h
+#ifndef GPUFLOW_ENGINE_IR_GRAPH_H_
+#define GPUFLOW_ENGINE_IR_GRAPH_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/ir/dtype.h"
+#include "engine/ir/shape.h"
+
+namespace gpuflow {
+
+// A Python-style scalar literal. Without `dtype` it is "weak" (NumPy 2):
+// `int8_array + 1` stays int8. With `dtype` it is a strong 0-d array of that
+// dtype (numpy.float32(2.0)).
+struct Scalar {
+  enum class Kind : uint8_t { kBool, kInt, kUInt, kFloat };
+  Kind kind = Kind::kInt;
+  bool bool_value = false;
+  int64_t int_value = 0;
+  uint64_t uint_value = 0;
+  double float_value = 0;
+  std::optional<DType> dtype;
+
+  static Scalar Bool(bool v) { return {.kind = Kind::kBool, .bool_value = v}; }
+  static Scalar Int(int64_t v) { return {.kind = Kind::kInt, .int_value = v}; }
+  static Scalar UInt(uint64_t v) { return {.kind = Kind::kUInt, .uint_value = v}; }
+  static Scalar Float(double v) { return {.kind = Kind::kFloat, .float_value = v}; }
+};
+
+// A small array carried in the request: dtype, shape and exactly
+// num_elements * itemsize bytes, C-contiguous, little-endian.
+struct LiteralArray {
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  std::string bytes;
+};
+
+struct Input {
+  enum class Kind : uint8_t { kNode, kArray, kScalar, kLiteral };
+  Kind kind = Kind::kNode;
+  // Node id (kNode) or session array name (kArray).
+  std::string name;
+  Scalar scalar;         // kScalar
+  LiteralArray literal;  // kLiteral
+
+  static Input Node(std::string id) { return {.kind = Kind::kNode, .name = std::move(id)}; }
+  static Input Array(std::string name) { return {.kind = Kind::kArray, .name = std::move(name)}; }
+  static Input FromScalar(Scalar s) { return {.kind = Kind::kScalar, .scalar = s}; }
+  static Input FromLiteral(LiteralArray l) {
+    return {.kind = Kind::kLiteral, .literal = std::move(l)};
+  }
+};
+
+// Attribute types; the order matches AttrValue's alternatives.
+enum class AttrType : uint8_t { kInt, kFloat, kBool, kString, kDType, kInts, kFloats, kStrings };
+
+using AttrValue = std::variant<int64_t, double, bool, std::string, DType, std::vector<int64_t>,
+                               std::vector<double>, std::vector<std::string>>;
+using AttrMap = std::map<std::string, AttrValue, std::less<>>;
+
+// "int", "float", ... as listed in ServerInfo.
+absl::string_view AttrTypeName(AttrType type);
+inline AttrType TypeOf(const AttrValue& v) { return static_cast<AttrType>(v.index()); }
+
+struct Node {
+  std::string id;
+  std::string op;
+  std::vector<Input> inputs;
+  AttrMap attrs;
+};
+
+struct Graph {
+  std::vector<Node> nodes;
+};
+
+}  // namespace gpuflow
+
+#endif  // GPUFLOW_ENGINE_IR_GRAPH_H_
