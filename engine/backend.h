@@ -4,8 +4,8 @@
 //   std::unique_ptr<Backend> backend = CreateCpuBackend();
 //   auto stream = backend->CreateStream();
 //   auto buf = backend->Allocate(1024, **stream);
-//   backend->CopyToDevice(host_bytes, **buf, /*offset=*/0, /*n=*/1024, **stream);
-//   backend->CopyToHost(**buf, 0, 1024, out_bytes, **stream);
+//   backend->CopyToDevice(host_bytes, **buf, /*offset=*/0, /*n=*/1024,
+//   **stream); backend->CopyToHost(**buf, 0, 1024, out_bytes, **stream);
 //   backend->Synchronize(**stream);
 //
 // Backends are thread-safe: any thread may call any method. Work submitted on
@@ -15,13 +15,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/shape.h"
+#include "engine/ir/validate.h"
+#include "engine/plan/plan.h"
 
 namespace gpuflow {
 
@@ -49,6 +53,33 @@ struct Array {
   std::shared_ptr<const DeviceBuffer> buffer;
 
   int64_t num_bytes() const { return shape.num_elements() * ItemSize(dtype); }
+};
+
+struct RunOptions {
+  // Time each step separately (adds a synchronisation per step on the GPU).
+  bool profile = false;
+  // Allow TF32 tensor cores for float32 matmul.
+  bool allow_tf32 = false;
+};
+
+struct StepTiming {
+  int index = 0;
+  StepKind kind = StepKind::kElementwise;
+  std::string description;
+  double host_seconds = 0;
+  std::optional<double> gpu_seconds;  // absent on the CPU backend
+};
+
+struct RunResult {
+  // One per Plan::output_nodes, in order.
+  std::vector<Array> outputs;
+  double compile_seconds = 0;
+  int kernels_compiled = 0;
+  int kernel_cache_hits = 0;
+  // Device time of the whole plan; absent on the CPU backend.
+  std::optional<double> gpu_seconds;
+  // Filled when RunOptions::profile is set.
+  std::vector<StepTiming> steps;
 };
 
 class Backend {
@@ -79,6 +110,15 @@ class Backend {
                                   Stream& stream) = 0;
   // Waits for all work submitted on `stream`.
   virtual absl::Status Synchronize(Stream& stream) = 0;
+
+  // Runs `plan` (built from `graph`) on `stream`. `arrays[i]` holds
+  // graph.arrays[i]; literal values come from graph.literals. Returns the
+  // plan's outputs as new arrays once they are complete. INVALID_ARGUMENT for
+  // data-dependent errors, FAILED_PRECONDITION for ops this backend cannot
+  // run, RESOURCE_EXHAUSTED when memory runs out.
+  virtual absl::StatusOr<RunResult> Run(const ValidatedGraph& graph, const Plan& plan,
+                                        absl::Span<const Array> arrays, Stream& stream,
+                                        const RunOptions& options) = 0;
 };
 
 // OUT_OF_RANGE unless [offset, offset + n) lies inside a buffer of `size`

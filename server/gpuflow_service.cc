@@ -5,6 +5,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "engine/ir/op_registry.h"
+#include "server/graph_convert.h"
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
 
@@ -34,8 +36,14 @@ void FillSessionInfo(const Session& session, v1::SessionInfo* info) {
 
 }  // namespace
 
-GpuFlowService::GpuFlowService(Backend& backend, SessionRegistry& registry, ServiceOptions options)
-    : backend_(backend), registry_(registry), options_(options) {}
+GpuFlowService::GpuFlowService(Backend& backend, SessionRegistry& registry, PlanCache& plans,
+                               GraphRunner& runner, ComputePool& pool, ServiceOptions options)
+    : backend_(backend),
+      registry_(registry),
+      plans_(plans),
+      runner_(runner),
+      pool_(pool),
+      options_(options) {}
 
 absl::StatusOr<std::shared_ptr<Session>> GpuFlowService::FindSession(const std::string& id) {
   if (!backend_.healthy()) {
@@ -67,6 +75,13 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   DurationToProto(sessions.default_idle_ttl, limits->mutable_default_session_idle_ttl());
   DurationToProto(sessions.max_idle_ttl, limits->mutable_max_session_idle_ttl());
   for (const DTypeInfo& info : AllDTypes()) response->add_dtypes(DTypeToProto(info.dtype));
+  FillOpInfos(OpRegistry::Default(), response->mutable_ops());
+  const PlanCache::Stats plan_stats = plans_.stats();
+  v1::CacheStats* plan_cache = response->mutable_plan_cache();
+  plan_cache->set_memory_hits(plan_stats.hits);
+  plan_cache->set_misses(plan_stats.misses);
+  plan_cache->set_evictions(plan_stats.evictions);
+  plan_cache->set_entries(plan_stats.entries);
   return FinishUnary(context, absl::OkStatus());
 }
 
@@ -121,18 +136,12 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<v1::U
   void OnReadDone(bool ok) override {
     if (!ok) {
       // The client half-closed, or the call was cancelled.
-      if (context_->IsCancelled()) {
-        Finish(grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled"));
-      } else {
-        Finish(ToGrpcStatus(Complete()));
-      }
+      FinishUpload(context_->IsCancelled() ? absl::CancelledError("upload cancelled") : Complete());
       return;
     }
     absl::Status status = header_seen_ ? HandleChunk() : HandleHeader();
     if (!status.ok()) {
-      buffer_.reset();
-      reservation_ = MemoryReservation();
-      Finish(ToGrpcStatus(status));
+      FinishUpload(status);
       return;
     }
     request_.Clear();
@@ -142,6 +151,17 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<v1::U
   void OnDone() override { delete this; }
 
  private:
+  // Ends the call. A failed upload gives back its buffer and quota before the
+  // client hears of the failure (OnDone may run later), so the client never
+  // sees the memory of an upload it knows failed still in use.
+  void FinishUpload(const absl::Status& status) {
+    if (!status.ok()) {
+      buffer_.reset();
+      reservation_ = MemoryReservation();
+    }
+    Finish(ToGrpcStatus(status));
+  }
+
   absl::Status HandleHeader() {
     if (!request_.has_header()) {
       return absl::InvalidArgumentError("the first upload message must be a header");
@@ -348,25 +368,45 @@ grpc::ServerUnaryReactor* GpuFlowService::DeleteArray(grpc::CallbackServerContex
 
 // ---------------------------------------------------------------- graphs
 
+grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(grpc::CallbackServerContext* context,
+                                                    const std::string& session_id,
+                                                    std::function<absl::Status(Session&)> work) {
+  absl::StatusOr<std::shared_ptr<Session>> session = FindSession(session_id);
+  if (!session.ok()) return FinishUnary(context, session.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  pool_.Submit([reactor, session = *std::move(session), work = std::move(work)] {
+    reactor->Finish(ToGrpcStatus(work(*session)));
+  });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* GpuFlowService::Execute(grpc::CallbackServerContext* context,
-                                                  const v1::ExecuteRequest* /*request*/,
-                                                  v1::ExecuteResponse* /*response*/) {
-  return FinishUnary(context,
-                     absl::UnimplementedError("Execute is not implemented by this server yet"));
+                                                  const v1::ExecuteRequest* request,
+                                                  v1::ExecuteResponse* response) {
+  return RunOnPool(context, request->session_id(), [this, request, response](Session& session) {
+    return runner_.Execute(session, *request, response);
+  });
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::Benchmark(grpc::CallbackServerContext* context,
-                                                    const v1::BenchmarkRequest* /*request*/,
-                                                    v1::BenchmarkResponse* /*response*/) {
-  return FinishUnary(context,
-                     absl::UnimplementedError("Benchmark is not implemented by this server yet"));
+                                                    const v1::BenchmarkRequest* request,
+                                                    v1::BenchmarkResponse* response) {
+  return RunOnPool(context, request->session_id(), [this, request, response](Session& session) {
+    return runner_.Benchmark(session, *request, response);
+  });
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::Precompile(grpc::CallbackServerContext* context,
-                                                     const v1::PrecompileRequest* /*request*/,
-                                                     v1::PrecompileResponse* /*response*/) {
-  return FinishUnary(context,
-                     absl::UnimplementedError("Precompile is not implemented by this server yet"));
+                                                     const v1::PrecompileRequest* request,
+                                                     v1::PrecompileResponse* response) {
+  if (!backend_.healthy()) {
+    return FinishUnary(context, absl::UnavailableError("the backend is unhealthy"));
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  pool_.Submit([this, reactor, request, response] {
+    reactor->Finish(ToGrpcStatus(runner_.Precompile(*request, response)));
+  });
+  return reactor;
 }
 
 }  // namespace gpuflow::server

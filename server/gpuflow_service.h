@@ -13,7 +13,10 @@
 #include <string>
 
 #include "engine/backend.h"
+#include "engine/plan/plan.h"
 #include "gpuflow/v1/service.grpc.pb.h"
+#include "server/compute_pool.h"
+#include "server/graph_runner.h"
 #include "server/session_registry.h"
 
 namespace gpuflow::server {
@@ -31,8 +34,9 @@ struct ServiceOptions {
 
 class GpuFlowService final : public v1::GpuFlow::CallbackService {
  public:
-  // `backend` and `registry` must outlive the service.
-  GpuFlowService(Backend& backend, SessionRegistry& registry, ServiceOptions options);
+  // Everything passed in must outlive the service. Graph work runs on `pool`.
+  GpuFlowService(Backend& backend, SessionRegistry& registry, PlanCache& plans, GraphRunner& runner,
+                 ComputePool& pool, ServiceOptions options);
 
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const v1::GetServerInfoRequest* request,
@@ -76,8 +80,17 @@ class GpuFlowService final : public v1::GpuFlow::CallbackService {
   // UNAVAILABLE when the backend is unhealthy, else the live session.
   absl::StatusOr<std::shared_ptr<Session>> FindSession(const std::string& id);
 
+  // Finds the session, then runs `work` on the compute pool and finishes the
+  // call with its status.
+  grpc::ServerUnaryReactor* RunOnPool(grpc::CallbackServerContext* context,
+                                      const std::string& session_id,
+                                      std::function<absl::Status(Session&)> work);
+
   Backend& backend_;
   SessionRegistry& registry_;
+  PlanCache& plans_;
+  GraphRunner& runner_;
+  ComputePool& pool_;
   const ServiceOptions options_;
 };
 

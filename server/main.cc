@@ -31,7 +31,8 @@ ABSL_FLAG(std::string, address, "localhost",
           "Address to listen on; 0.0.0.0 or [::] for every interface (containers)");
 ABSL_FLAG(int, port, 50051, "gRPC port; 0 picks a free one (see --port_file)");
 ABSL_FLAG(std::string, port_file, "",
-          "When set, the bound port is written to this file once the server is serving");
+          "When set, the bound port is written to this file once the server is "
+          "serving");
 ABSL_FLAG(std::string, backend, "auto", "auto, cpu or cuda (auto: cuda when a device is usable)");
 ABSL_FLAG(int, max_sessions, 64, "Most sessions open at once");
 ABSL_FLAG(absl::Duration, session_idle_ttl, absl::Minutes(10),
@@ -48,6 +49,11 @@ ABSL_FLAG(ByteCount, max_chunk_bytes, ByteCount{int64_t{4} << 20}, "Largest uplo
 ABSL_FLAG(ByteCount, max_inline_bytes, ByteCount{int64_t{4} << 20},
           "Largest inline literal or inline result");
 ABSL_FLAG(int, max_graph_nodes, 10000, "Most nodes in one graph");
+ABSL_FLAG(int, compute_threads, 0, "Threads running Execute/Benchmark work; 0: one per CPU core");
+ABSL_FLAG(int, plan_cache_entries, 1024, "Plans kept in the in-memory plan cache");
+ABSL_FLAG(int, max_fused_ops, 64, "Most ops fused into one step");
+ABSL_FLAG(absl::Duration, max_benchmark_duration, absl::Seconds(60),
+          "Longest max_duration a Benchmark call may ask for");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "On SIGINT/SIGTERM, how long calls in flight may take to finish");
 
@@ -69,6 +75,10 @@ const std::vector<std::string> kEnvFlags = {
     "max_inline_bytes",
     "max_graph_nodes",
     "shutdown_grace",
+    "compute_threads",
+    "plan_cache_entries",
+    "max_fused_ops",
+    "max_benchmark_duration",
 };
 
 void Log(const std::string& line) {
@@ -141,7 +151,17 @@ int main(int argc, char** argv) {
   // Room for the largest chunk or inline payload plus the message around it.
   service_options.max_message_bytes =
       std::max(service_options.max_chunk_bytes, service_options.max_inline_bytes) + (1 << 20);
-  gpuflow::server::GpuFlowService service(**backend, registry, service_options);
+  gpuflow::PlanCache plans(
+      gpuflow::PlanOptions{.max_fused_ops = absl::GetFlag(FLAGS_max_fused_ops)},
+      absl::GetFlag(FLAGS_plan_cache_entries));
+  gpuflow::server::GraphRunner runner(
+      **backend, plans,
+      {.max_graph_nodes = service_options.max_graph_nodes,
+       .max_inline_bytes = service_options.max_inline_bytes,
+       .max_benchmark_duration = absl::GetFlag(FLAGS_max_benchmark_duration)});
+  gpuflow::server::ComputePool pool(absl::GetFlag(FLAGS_compute_threads));
+  gpuflow::server::GpuFlowService service(**backend, registry, plans, runner, pool,
+                                          service_options);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

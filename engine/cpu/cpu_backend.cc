@@ -5,6 +5,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "engine/cpu/host_kernels.h"
 
 namespace gpuflow {
 
@@ -47,15 +50,94 @@ class CpuBackend final : public Backend {
   }
 
   absl::Status Synchronize(Stream& /*stream*/) override { return absl::OkStatus(); }
+
+  absl::StatusOr<RunResult> Run(const ValidatedGraph& graph, const Plan& plan,
+                                absl::Span<const Array> arrays, Stream& /*stream*/,
+                                const RunOptions& options) override;
 };
+
+// Runs the plan step by step, each step node by node. A node's buffer is
+// freed after the last step that reads it, so peak memory follows the plan.
+absl::StatusOr<RunResult> CpuBackend::Run(const ValidatedGraph& graph, const Plan& plan,
+                                          absl::Span<const Array> arrays, Stream& /*stream*/,
+                                          const RunOptions& options) {
+  const int num_steps = static_cast<int>(plan.steps.size());
+  std::vector<std::shared_ptr<CpuBuffer>> values(graph.nodes.size());
+  // free_after[s]: nodes whose value nobody reads after step s.
+  std::vector<std::vector<int>> free_after(num_steps);
+  for (int node = 0; node < static_cast<int>(graph.nodes.size()); ++node) {
+    const int last =
+        plan.last_use_step[node] >= 0 ? plan.last_use_step[node] : plan.node_step[node];
+    if (last >= 0 && last < num_steps) free_after[last].push_back(node);
+  }
+  auto input_view = [&](const ValueRef& ref, const ValueType& type) {
+    HostConstView view{type.dtype, type.shape, nullptr};
+    switch (ref.kind) {
+      case ValueRef::Kind::kArray:
+        view.data = static_cast<const CpuBuffer&>(*arrays[ref.index].buffer).data();
+        break;
+      case ValueRef::Kind::kLiteral:
+        view.data = reinterpret_cast<const std::byte*>(graph.literals[ref.index].bytes.data());
+        break;
+      case ValueRef::Kind::kNode:
+        view.data = values[ref.index]->data();
+        break;
+    }
+    return view;
+  };
+
+  RunResult result;
+  const HostKernelOptions kernel_options;
+  std::vector<HostConstView> inputs;
+  for (int s = 0; s < num_steps; ++s) {
+    const Step& step = plan.steps[s];
+    const absl::Time start = absl::Now();
+    for (int n : step.nodes) {
+      const ValidatedNode& node = graph.nodes[n];
+      const ValueType& out_type = node.type.output;
+      absl::StatusOr<int64_t> bytes = ByteSize(out_type.shape, out_type.dtype);
+      if (!bytes.ok()) return bytes.status();
+      absl::StatusOr<std::unique_ptr<CpuBuffer>> buffer = CpuBuffer::Create(*bytes);
+      if (!buffer.ok()) return buffer.status();
+      values[n] = std::move(*buffer);
+      inputs.clear();
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        inputs.push_back(input_view(node.inputs[i], node.input_types[i]));
+      }
+      const HostView out{out_type.dtype, out_type.shape, values[n]->data()};
+      if (absl::Status status = RunNodeOnHost(node, inputs, out, kernel_options); !status.ok()) {
+        return absl::Status(status.code(), absl::StrCat("node '", node.id, "' (", node.op->name,
+                                                        "): ", status.message()));
+      }
+    }
+    if (options.profile) {
+      StepTiming timing;
+      timing.index = s;
+      timing.kind = step.kind;
+      timing.description = step.description;
+      timing.host_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+      result.steps.push_back(std::move(timing));
+    }
+    for (int n : free_after[s]) values[n].reset();
+  }
+  for (int o : plan.output_nodes) {
+    const ValueType& type = graph.nodes[o].type.output;
+    result.outputs.push_back(Array{type.dtype, type.shape, values[o]});
+  }
+  return result;
+}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CpuBuffer>> CpuBuffer::Create(int64_t bytes) {
   if (bytes < 0) return absl::InvalidArgumentError("negative allocation size");
   std::byte* data = nullptr;
   if (bytes > 0) {
-    const int64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    data = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
+    // No size over 2^62 can be allocated, and rounding one near INT64_MAX up
+    // would overflow.
+    if (bytes <= kMaxElements) {
+      const int64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+      data = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
+    }
     if (data == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrCat("out of host memory allocating ", bytes, " bytes"));

@@ -35,10 +35,30 @@ struct Scalar {
   double float_value = 0;
   std::optional<DType> dtype;
 
-  static Scalar Bool(bool v) { return {.kind = Kind::kBool, .bool_value = v}; }
-  static Scalar Int(int64_t v) { return {.kind = Kind::kInt, .int_value = v}; }
-  static Scalar UInt(uint64_t v) { return {.kind = Kind::kUInt, .uint_value = v}; }
-  static Scalar Float(double v) { return {.kind = Kind::kFloat, .float_value = v}; }
+  static Scalar Bool(bool v) {
+    Scalar s;
+    s.kind = Kind::kBool;
+    s.bool_value = v;
+    return s;
+  }
+  static Scalar Int(int64_t v) {
+    Scalar s;
+    s.kind = Kind::kInt;
+    s.int_value = v;
+    return s;
+  }
+  static Scalar UInt(uint64_t v) {
+    Scalar s;
+    s.kind = Kind::kUInt;
+    s.uint_value = v;
+    return s;
+  }
+  static Scalar Float(double v) {
+    Scalar s;
+    s.kind = Kind::kFloat;
+    s.float_value = v;
+    return s;
+  }
 };
 
 // A small array carried in the request: dtype, shape and exactly
@@ -57,11 +77,25 @@ struct Input {
   Scalar scalar;         // kScalar
   LiteralArray literal;  // kLiteral
 
-  static Input Node(std::string id) { return {.kind = Kind::kNode, .name = std::move(id)}; }
-  static Input Array(std::string name) { return {.kind = Kind::kArray, .name = std::move(name)}; }
-  static Input FromScalar(Scalar s) { return {.kind = Kind::kScalar, .scalar = s}; }
+  static Input Node(std::string id) { return Make(Kind::kNode, std::move(id)); }
+  static Input Array(std::string name) { return Make(Kind::kArray, std::move(name)); }
+  static Input FromScalar(Scalar s) {
+    Input in = Make(Kind::kScalar, "");
+    in.scalar = s;
+    return in;
+  }
   static Input FromLiteral(LiteralArray l) {
-    return {.kind = Kind::kLiteral, .literal = std::move(l)};
+    Input in = Make(Kind::kLiteral, "");
+    in.literal = std::move(l);
+    return in;
+  }
+
+ private:
+  static Input Make(Kind kind, std::string name) {
+    Input in;
+    in.kind = kind;
+    in.name = std::move(name);
+    return in;
   }
 };
 

@@ -30,9 +30,9 @@ enum class OpFamily : uint8_t {
   kReduction,    // sum ... logsumexp, softmax, log_softmax
   kScan,         // cumsum, cumprod
   kLinalg,       // matmul, dot
-  kShape,        // reshape, transpose, broadcast_to, expand_dims, squeeze, slice, concatenate, stack
-  kCreation,     // full, arange, random_uniform, random_normal
-  kCustom,       // elementwise_kernel, reduction_kernel, raw_kernel
+  kShape,     // reshape, transpose, broadcast_to, expand_dims, squeeze, slice, concatenate, stack
+  kCreation,  // full, arange, random_uniform, random_normal
+  kCustom,    // elementwise_kernel, reduction_kernel, raw_kernel
 };
 absl::string_view OpFamilyName(OpFamily family);
 

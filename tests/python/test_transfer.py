@@ -271,9 +271,3 @@ def test_many_clients_at_once(server):
     for t in threads:
         t.join()
     assert errors == []
-
-
-def test_execute_is_unimplemented_for_now(session):
-    with pytest.raises(grpc.RpcError) as e:
-        session._stub.Execute(service_pb2.ExecuteRequest(session_id=session.id))
-    assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED

@@ -9,7 +9,8 @@
         print(s.download("x"))
 """
 
-from gpuflow.client import ArrayInfo, Client, Session, connect
+from gpuflow.client import ArrayInfo, Client, ExecuteResult, Session, connect
+from gpuflow.graph import Graph, Node
 from gpuflow.dtypes import DTYPES, bfloat16_to_float32, float32_to_bfloat16
 from gpuflow.errors import (
     CancelledError,
@@ -31,6 +32,9 @@ __all__ = [
     "Client",
     "DTYPES",
     "Error",
+    "ExecuteResult",
+    "Graph",
+    "Node",
     "FailedPreconditionError",
     "InternalError",
     "InvalidArgumentError",

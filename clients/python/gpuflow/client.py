@@ -11,6 +11,7 @@ import numpy as np
 import grpc
 
 from gpuflow import dtypes
+from gpuflow.graph import Graph, Node, inline_to_numpy
 from gpuflow.errors import Error, UnavailableError, from_rpc_error
 from gpuflow.v1 import service_pb2, service_pb2_grpc, types_pb2
 
@@ -48,6 +49,20 @@ class ArrayInfo:
 
     def __eq__(self, other):
         return isinstance(other, ArrayInfo) and vars(self) == vars(other)
+
+
+def _node_id(graph, node):
+    if not isinstance(node, Node) or node.graph is not graph or node.id is None:
+        raise ValueError(f"{node!r} is not a node of this graph")
+    return node.id
+
+
+class ExecuteResult(list):
+    """The outputs of one Execute, in order, plus the server's ``timings``."""
+
+    def __init__(self, values, timings):
+        super().__init__(values)
+        self.timings = timings
 
 
 class Client:
@@ -174,6 +189,36 @@ class Session:
         """Deletes an array; returns the bytes freed."""
         reply = _rpc(self._stub.DeleteArray, service_pb2.DeleteArrayRequest(session_id=self.id, name=name))
         return reply.freed_bytes
+
+    # -- graphs ---------------------------------------------------------------
+
+    def execute(self, graph, outputs, *, profile=False, allow_tf32=False):
+        """Runs ``graph`` (a :class:`gpuflow.Graph`) in this session.
+
+        ``outputs`` is either a list of nodes, whose values come back as numpy
+        arrays (each at most the server's inline limit), or a dict
+        ``{name: node}`` storing each value in the session under ``name``
+        (download it later). Returns an :class:`ExecuteResult`: a list of the
+        numpy arrays (or :class:`ArrayInfo` for stored outputs), with
+        ``.timings`` (the server's ``Timings`` message).
+        """
+        request = service_pb2.ExecuteRequest(
+            session_id=self.id, graph=graph.proto, profile=profile, allow_tf32=allow_tf32
+        )
+        if isinstance(outputs, Node):
+            outputs = [outputs]
+        if isinstance(outputs, dict):
+            for name, node in outputs.items():
+                request.outputs.add(node=_node_id(graph, node), store_as=name)
+        else:
+            for node in outputs:
+                request.outputs.add(node=_node_id(graph, node), return_inline=True)
+        reply = _rpc(self._stub.Execute, request)
+        values = [
+            inline_to_numpy(o.value) if o.HasField("value") else ArrayInfo(o.info)
+            for o in reply.outputs
+        ]
+        return ExecuteResult(values, reply.timings)
 
     # -- session ------------------------------------------------------------
 

@@ -1,0 +1,31 @@
+// Early-return helpers for absl::Status / absl::StatusOr inside engine/ir.
+// Internal to the module: other modules have their own.
+#ifndef GPUFLOW_ENGINE_IR_STATUS_MACROS_INTERNAL_H_
+#define GPUFLOW_ENGINE_IR_STATUS_MACROS_INTERNAL_H_
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#define GPUFLOW_IR_CONCAT_INNER_(a, b) a##b
+#define GPUFLOW_IR_CONCAT_(a, b) GPUFLOW_IR_CONCAT_INNER_(a, b)
+
+// Returns the status of `expr` (an absl::Status) from the enclosing function
+// unless it is OK.
+#define GPUFLOW_IR_RETURN_IF_ERROR(expr)                \
+  do {                                                  \
+    if (absl::Status _status = (expr); !_status.ok()) { \
+      return _status;                                   \
+    }                                                   \
+  } while (false)
+
+// `lhs = *expr` for an absl::StatusOr `expr`, or returns its status.
+#define GPUFLOW_IR_ASSIGN_OR_RETURN(lhs, expr) \
+  GPUFLOW_IR_ASSIGN_OR_RETURN_IMPL_(GPUFLOW_IR_CONCAT_(_statusor_, __LINE__), lhs, expr)
+#define GPUFLOW_IR_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
+  auto statusor = (expr);                                      \
+  if (!statusor.ok()) return std::move(statusor).status();     \
+  lhs = std::move(statusor).value()
+
+#endif  // GPUFLOW_ENGINE_IR_STATUS_MACROS_INTERNAL_H_

@@ -1,0 +1,398 @@
+#include "engine/plan/plan.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace gpuflow {
+
+absl::string_view StepKindName(StepKind kind) {
+  switch (kind) {
+    case StepKind::kElementwise:
+      return "elementwise";
+    case StepKind::kReduction:
+      return "reduction";
+    case StepKind::kScan:
+      return "scan";
+    case StepKind::kMatmul:
+      return "matmul";
+    case StepKind::kShape:
+      return "copy";
+    case StepKind::kCreation:
+      return "creation";
+    case StepKind::kCustom:
+      return "custom";
+  }
+  return "unknown";
+}
+
+absl::string_view FusionCutName(FusionCut cut) {
+  switch (cut) {
+    case FusionCut::kNone:
+      return "none";
+    case FusionCut::kNotFusible:
+      return "consumer not fusible";
+    case FusionCut::kMultipleConsumers:
+      return "multiple consumers";
+    case FusionCut::kGraphOutput:
+      return "graph output";
+    case FusionCut::kShapeChange:
+      return "shape change";
+    case FusionCut::kMaxOps:
+      return "max fused ops";
+  }
+  return "unknown";
+}
+
+namespace {
+
+StepKind KindOfFamily(OpFamily family) {
+  switch (family) {
+    case OpFamily::kElementwise:
+      return StepKind::kElementwise;
+    case OpFamily::kReduction:
+      return StepKind::kReduction;
+    case OpFamily::kScan:
+      return StepKind::kScan;
+    case OpFamily::kLinalg:
+      return StepKind::kMatmul;
+    case OpFamily::kShape:
+      return StepKind::kShape;
+    case OpFamily::kCreation:
+      return StepKind::kCreation;
+    case OpFamily::kCustom:
+      return StepKind::kCustom;
+  }
+  return StepKind::kCustom;
+}
+
+class Planner {
+ public:
+  Planner(const ValidatedGraph& graph, absl::Span<const int> outputs, const PlanOptions& options)
+      : graph_(graph), options_(options), n_(static_cast<int>(graph.nodes.size())) {
+    consumers_.resize(n_);
+    is_output_.assign(n_, false);
+    step_of_.assign(n_, -1);
+    for (int i = 0; i < n_; ++i) {
+      for (int p : NodeInputs(i)) consumers_[p].insert(i);
+    }
+    for (int o : outputs) is_output_[o] = true;
+  }
+
+  Plan Build(absl::Span<const int> outputs) {
+    for (int i = 0; i < n_; ++i) {
+      const OpFamily family = graph_.nodes[i].op->family;
+      if (family == OpFamily::kElementwise) {
+        PlaceElementwise(i);
+      } else if (family == OpFamily::kReduction) {
+        PlaceReduction(i);
+      } else {
+        NewStep(KindOfFamily(family), i);
+      }
+    }
+    return Finish(outputs);
+  }
+
+ private:
+  // Distinct node inputs of node i.
+  std::set<int> NodeInputs(int i) const {
+    std::set<int> out;
+    for (const ValueRef& ref : graph_.nodes[i].inputs) {
+      if (ref.kind == ValueRef::Kind::kNode) out.insert(ref.index);
+    }
+    return out;
+  }
+
+  int NewStep(StepKind kind, int node) {
+    Step step;
+    step.kind = kind;
+    step.nodes = {node};
+    step.root = node;
+    if (kind == StepKind::kReduction) step.reduction = node;
+    steps_.push_back(std::move(step));
+    alive_.push_back(true);
+    const int s = static_cast<int>(steps_.size()) - 1;
+    step_of_[node] = s;
+    return s;
+  }
+
+  // Whether the step producing `p` may be fused into consumer `i`; when not,
+  // records why on that step.
+  bool CanFuseProducer(int p, int i, bool need_same_shape) {
+    const int s = step_of_[p];
+    Step& step = steps_[s];
+    FusionCut cut = FusionCut::kNone;
+    if (step.root != p) {
+      cut = FusionCut::kNotFusible;
+    } else if (is_output_[p]) {
+      cut = FusionCut::kGraphOutput;
+    } else if (consumers_[p].size() != 1) {
+      cut = FusionCut::kMultipleConsumers;
+    } else if (need_same_shape &&
+               !(graph_.nodes[p].type.output.shape == graph_.nodes[i].type.output.shape)) {
+      cut = FusionCut::kShapeChange;
+    } else if (static_cast<int>(step.nodes.size()) >= options_.max_fused_ops) {
+      cut = FusionCut::kMaxOps;
+    }
+    if (cut != FusionCut::kNone) {
+      if (step.cut == FusionCut::kNone) step.cut = cut;
+      return false;
+    }
+    return true;
+  }
+
+  void MergeInto(int target, int source) {
+    Step& from = steps_[source];
+    Step& to = steps_[target];
+    for (int node : from.nodes) step_of_[node] = target;
+    to.nodes.insert(to.nodes.end(), from.nodes.begin(), from.nodes.end());
+    if (from.kind == StepKind::kReduction) {
+      to.kind = StepKind::kReduction;
+      to.reduction = from.reduction;
+    }
+    from.nodes.clear();
+    alive_[source] = false;
+  }
+
+  void PlaceElementwise(int i) {
+    std::vector<int> fusible;
+    int reduction_step = -1;
+    for (int p : NodeInputs(i)) {
+      const int ps = step_of_[p];
+      if (std::find(fusible.begin(), fusible.end(), ps) != fusible.end() || ps == reduction_step) {
+        continue;
+      }
+      const StepKind kind = steps_[ps].kind;
+      if (kind == StepKind::kElementwise) {
+        if (CanFuseProducer(p, i, /*need_same_shape=*/true)) fusible.push_back(ps);
+      } else if (kind == StepKind::kReduction && options_.fuse_reductions && reduction_step < 0) {
+        // An epilogue: a consumer of the reduction's result, of its shape.
+        if (CanFuseProducer(p, i, /*need_same_shape=*/true)) reduction_step = ps;
+      } else if (steps_[ps].cut == FusionCut::kNone) {
+        steps_[ps].cut = FusionCut::kNotFusible;
+      }
+    }
+    const int s = NewStep(StepKind::kElementwise, i);
+    int total = 1;
+    for (int f : fusible) total += static_cast<int>(steps_[f].nodes.size());
+    if (reduction_step >= 0) total += static_cast<int>(steps_[reduction_step].nodes.size());
+    if (total > options_.max_fused_ops) {
+      for (int f : fusible) steps_[f].cut = FusionCut::kMaxOps;
+      if (reduction_step >= 0) steps_[reduction_step].cut = FusionCut::kMaxOps;
+      return;
+    }
+    // Node order: the reduction step's prologue and reduction first, then
+    // everything of the result's shape (in index order, which respects
+    // dependencies).
+    std::vector<int> head;
+    if (reduction_step >= 0) {
+      const Step& r = steps_[reduction_step];
+      auto at = std::find(r.nodes.begin(), r.nodes.end(), r.reduction);
+      head.assign(r.nodes.begin(), at + 1);
+      MergeInto(s, reduction_step);
+    }
+    for (int f : fusible) MergeInto(s, f);
+    Step& step = steps_[s];
+    std::vector<int> tail;
+    for (int node : step.nodes) {
+      if (std::find(head.begin(), head.end(), node) == head.end()) tail.push_back(node);
+    }
+    std::sort(tail.begin(), tail.end());
+    head.insert(head.end(), tail.begin(), tail.end());
+    step.nodes = std::move(head);
+    step.root = i;
+  }
+
+  void PlaceReduction(int i) {
+    const int s = NewStep(StepKind::kReduction, i);
+    if (!options_.fuse_reductions) return;
+    const ValidatedNode& node = graph_.nodes[i];
+    if (node.inputs.empty() || node.inputs[0].kind != ValueRef::Kind::kNode) return;
+    const int p = node.inputs[0].index;
+    if (steps_[step_of_[p]].kind != StepKind::kElementwise) {
+      if (steps_[step_of_[p]].cut == FusionCut::kNone) {
+        steps_[step_of_[p]].cut = FusionCut::kNotFusible;
+      }
+      return;
+    }
+    // A prologue has the reduction input's shape, not the reduction's.
+    if (!CanFuseProducer(p, i, /*need_same_shape=*/false)) return;
+    MergeInto(s, step_of_[p]);
+    Step& step = steps_[s];
+    std::sort(step.nodes.begin(), step.nodes.end());
+    step.root = i;
+  }
+
+  std::string Describe(const Step& step) const {
+    auto names = [&](auto begin, auto end) {
+      std::vector<std::string> ops;
+      for (auto it = begin; it != end; ++it) ops.push_back(graph_.nodes[*it].op->name);
+      return absl::StrJoin(ops, ", ");
+    };
+    if (step.kind == StepKind::kElementwise) {
+      if (step.nodes.size() == 1) return graph_.nodes[step.root].op->name;
+      return absl::StrCat("fused elementwise [", names(step.nodes.begin(), step.nodes.end()), "]");
+    }
+    if (step.kind == StepKind::kReduction) {
+      auto at = std::find(step.nodes.begin(), step.nodes.end(), step.reduction);
+      std::string out = graph_.nodes[step.reduction].op->name;
+      if (at != step.nodes.begin()) {
+        absl::StrAppend(&out, " prologue [", names(step.nodes.begin(), at), "]");
+      }
+      if (at + 1 != step.nodes.end()) {
+        absl::StrAppend(&out, " epilogue [", names(at + 1, step.nodes.end()), "]");
+      }
+      return out;
+    }
+    return graph_.nodes[step.root].op->name;
+  }
+
+  Plan Finish(absl::Span<const int> outputs) {
+    std::vector<Step> live;
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      if (alive_[s]) live.push_back(std::move(steps_[s]));
+    }
+    // Ordering steps by their root is topological: a step reads only the
+    // roots of other steps, and every such root precedes the reader.
+    std::sort(live.begin(), live.end(),
+              [](const Step& a, const Step& b) { return a.root < b.root; });
+    Plan plan;
+    plan.output_nodes.assign(outputs.begin(), outputs.end());
+    plan.node_step.assign(n_, -1);
+    plan.last_use_step.assign(n_, -1);
+    for (size_t s = 0; s < live.size(); ++s) {
+      live[s].description = Describe(live[s]);
+      for (int node : live[s].nodes) plan.node_step[node] = static_cast<int>(s);
+    }
+    for (size_t s = 0; s < live.size(); ++s) {
+      for (int node : live[s].nodes) {
+        for (int p : NodeInputs(node)) {
+          if (plan.node_step[p] != static_cast<int>(s)) {
+            plan.last_use_step[p] = std::max(plan.last_use_step[p], static_cast<int>(s));
+          }
+        }
+      }
+    }
+    for (int o : outputs) plan.last_use_step[o] = static_cast<int>(live.size());
+    plan.steps = std::move(live);
+    return plan;
+  }
+
+  const ValidatedGraph& graph_;
+  const PlanOptions& options_;
+  const int n_;
+  std::vector<std::set<int>> consumers_;
+  std::vector<bool> is_output_;
+  std::vector<int> step_of_;
+  std::vector<Step> steps_;
+  std::vector<bool> alive_;
+};
+
+void AppendType(std::string* out, const ValueType& type) {
+  absl::StrAppend(out, DTypeName(type.dtype), type.shape.ToString(), type.weak ? "w" : "");
+}
+
+struct AttrPrinter {
+  std::string* out;
+  void operator()(int64_t v) const { absl::StrAppend(out, "i", v); }
+  void operator()(double v) const { absl::StrAppend(out, "f", absl::StrCat(v)); }
+  void operator()(bool v) const { absl::StrAppend(out, v ? "T" : "F"); }
+  void operator()(const std::string& v) const { absl::StrAppend(out, "s", v.size(), ":", v); }
+  void operator()(DType v) const { absl::StrAppend(out, "d", DTypeName(v)); }
+  void operator()(const std::vector<int64_t>& v) const {
+    absl::StrAppend(out, "I[", absl::StrJoin(v, ","), "]");
+  }
+  void operator()(const std::vector<double>& v) const {
+    absl::StrAppend(out, "F[", absl::StrJoin(v, ","), "]");
+  }
+  void operator()(const std::vector<std::string>& v) const {
+    absl::StrAppend(out, "S[");
+    for (const std::string& s : v) absl::StrAppend(out, s.size(), ":", s, ",");
+    absl::StrAppend(out, "]");
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const Plan>> BuildPlan(const ValidatedGraph& graph,
+                                                      absl::Span<const int> output_nodes,
+                                                      const PlanOptions& options) {
+  for (int o : output_nodes) {
+    if (o < 0 || o >= static_cast<int>(graph.nodes.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("output node index ", o, " out of range"));
+    }
+  }
+  Planner planner(graph, output_nodes, options);
+  return std::make_shared<const Plan>(planner.Build(output_nodes));
+}
+
+std::string PlanSignature(const ValidatedGraph& graph, absl::Span<const int> output_nodes) {
+  std::string out;
+  out.reserve(64 * (graph.nodes.size() + 1));
+  absl::StrAppend(&out, "A", graph.arrays.size(), ":");
+  for (const ValueType& t : graph.array_types) {
+    AppendType(&out, t);
+    out += ';';
+  }
+  absl::StrAppend(&out, "L", graph.literals.size(), ":");
+  for (const ValueType& t : graph.literal_types) {
+    AppendType(&out, t);
+    out += ';';
+  }
+  for (const ValidatedNode& node : graph.nodes) {
+    absl::StrAppend(&out, "|", node.op->name, "(");
+    for (const ValueRef& ref : node.inputs) {
+      absl::StrAppend(&out, absl::string_view(&"ALN"[static_cast<int>(ref.kind)], 1), ref.index,
+                      ",");
+    }
+    out += ')';
+    for (const auto& [name, value] : node.attrs) {
+      absl::StrAppend(&out, name, "=");
+      std::visit(AttrPrinter{&out}, value);
+      out += ',';
+    }
+    out += "->";
+    AppendType(&out, node.type.output);
+  }
+  absl::StrAppend(&out, "|O", absl::StrJoin(output_nodes, ","));
+  return out;
+}
+
+absl::StatusOr<PlanCache::Result> PlanCache::GetOrBuild(const ValidatedGraph& graph,
+                                                        absl::Span<const int> output_nodes) {
+  std::string key = PlanSignature(graph, output_nodes);
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = index_.find(key); it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      ++stats_.hits;
+      return Result{it->second->second, true};
+    }
+  }
+  absl::StatusOr<std::shared_ptr<const Plan>> plan = BuildPlan(graph, output_nodes, options_);
+  if (!plan.ok()) return plan.status();
+  absl::MutexLock lock(&mu_);
+  ++stats_.misses;
+  if (index_.find(key) == index_.end()) {
+    lru_.emplace_front(key, *plan);
+    index_.emplace(std::move(key), lru_.begin());
+    while (static_cast<int>(lru_.size()) > max_entries_) {
+      index_.erase(lru_.back().first);
+      lru_.pop_back();
+      ++stats_.evictions;
+    }
+  }
+  return Result{*plan, false};
+}
+
+PlanCache::Stats PlanCache::stats() const {
+  absl::MutexLock lock(&mu_);
+  Stats s = stats_;
+  s.entries = static_cast<int64_t>(lru_.size());
+  return s;
+}
+
+}  // namespace gpuflow

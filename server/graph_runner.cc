@@ -1,0 +1,282 @@
+#include "server/graph_runner.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/graph_convert.h"
+#include "server/proto_convert.h"
+
+namespace gpuflow::server {
+
+struct GraphRunner::Prepared {
+  ValidatedGraph graph;
+  std::vector<int> outputs;
+  PlanCache::Result plan;
+  double validate_seconds = 0;
+  double plan_seconds = 0;
+};
+
+namespace {
+
+double SecondsSince(absl::Time start) { return absl::ToDoubleSeconds(absl::Now() - start); }
+
+// Array lookup that also keeps what it found, so the run uses exactly the
+// arrays validation saw even if the session replaces them meanwhile.
+class ArraySnapshot {
+ public:
+  explicit ArraySnapshot(Session& session) : session_(session) {}
+  ArrayTypeLookup Lookup() {
+    return [this](const std::string& name) -> absl::StatusOr<ValueType> {
+      absl::StatusOr<Array> array = session_.GetArray(name);
+      if (!array.ok()) return array.status();
+      arrays_[name] = *array;
+      return ValueType{array->dtype, array->shape, false};
+    };
+  }
+  std::vector<Array> InOrder(const ValidatedGraph& graph) const {
+    std::vector<Array> out;
+    out.reserve(graph.arrays.size());
+    for (const std::string& name : graph.arrays) out.push_back(arrays_.at(name));
+    return out;
+  }
+
+ private:
+  Session& session_;
+  absl::flat_hash_map<std::string, Array> arrays_;
+};
+
+void FillTimings(const RunResult& run, v1::Timings* t) {
+  t->set_compile_seconds(run.compile_seconds);
+  t->set_kernels_compiled(run.kernels_compiled);
+  t->set_kernel_cache_hits(run.kernel_cache_hits);
+  if (run.gpu_seconds.has_value()) t->set_gpu_seconds(*run.gpu_seconds);
+  for (const StepTiming& step : run.steps) {
+    v1::StepTiming* s = t->add_steps();
+    s->set_index(step.index);
+    s->set_kind(std::string(StepKindName(step.kind)));
+    s->set_description(step.description);
+    s->set_host_seconds(step.host_seconds);
+    if (step.gpu_seconds.has_value()) s->set_gpu_seconds(*step.gpu_seconds);
+  }
+}
+
+}  // namespace
+
+GraphRunner::GraphRunner(Backend& backend, PlanCache& plans, GraphLimits limits)
+    : backend_(backend), plans_(plans), limits_(limits) {}
+
+absl::StatusOr<GraphRunner::Prepared> GraphRunner::Prepare(
+    const v1::Graph& proto, const ArrayTypeLookup& lookup,
+    const std::vector<std::string>& output_ids) {
+  if (proto.nodes_size() > limits_.max_graph_nodes) {
+    return absl::ResourceExhaustedError(absl::StrCat("graph has ", proto.nodes_size(),
+                                                     " nodes, more than --max_graph_nodes (",
+                                                     limits_.max_graph_nodes, ")"));
+  }
+  if (proto.nodes_size() == 0) return absl::InvalidArgumentError("graph has no nodes");
+  Prepared prepared;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Graph> graph = GraphFromProto(proto);
+  if (!graph.ok()) return graph.status();
+  absl::StatusOr<ValidatedGraph> validated = ValidateGraph(
+      *graph, lookup,
+      {.max_graph_nodes = limits_.max_graph_nodes, .max_inline_bytes = limits_.max_inline_bytes});
+  if (!validated.ok()) return validated.status();
+  prepared.graph = *std::move(validated);
+  if (output_ids.empty()) {
+    std::vector<bool> consumed(prepared.graph.nodes.size(), false);
+    for (const ValidatedNode& node : prepared.graph.nodes) {
+      for (const ValueRef& ref : node.inputs) {
+        if (ref.kind == ValueRef::Kind::kNode) consumed[ref.index] = true;
+      }
+    }
+    for (size_t i = 0; i < consumed.size(); ++i) {
+      if (!consumed[i]) prepared.outputs.push_back(static_cast<int>(i));
+    }
+  } else {
+    for (const std::string& id : output_ids) {
+      const int index = prepared.graph.FindNode(id);
+      if (index < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("output names node '", id, "', which the graph does not have"));
+      }
+      prepared.outputs.push_back(index);
+    }
+  }
+  prepared.validate_seconds = SecondsSince(start);
+  const absl::Time plan_start = absl::Now();
+  absl::StatusOr<PlanCache::Result> plan = plans_.GetOrBuild(prepared.graph, prepared.outputs);
+  if (!plan.ok()) return plan.status();
+  prepared.plan = *std::move(plan);
+  prepared.plan_seconds = SecondsSince(plan_start);
+  return prepared;
+}
+
+absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& request,
+                                  v1::ExecuteResponse* response) {
+  const absl::Time start = absl::Now();
+  if (request.outputs_size() == 0) {
+    return absl::InvalidArgumentError("Execute needs at least one output");
+  }
+  std::vector<std::string> output_ids;
+  for (const v1::OutputSpec& spec : request.outputs()) {
+    if (spec.store_as().empty() && !spec.return_inline()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output '", spec.node(), "' is neither stored (store_as) nor returned (return_inline)"));
+    }
+    if (!spec.store_as().empty()) {
+      if (absl::Status s = ValidateName(spec.store_as(), "store_as name"); !s.ok()) return s;
+    }
+    output_ids.push_back(spec.node());
+  }
+  ArraySnapshot snapshot(session);
+  absl::StatusOr<Prepared> prepared = Prepare(request.graph(), snapshot.Lookup(), output_ids);
+  if (!prepared.ok()) return prepared.status();
+
+  // Results are checked against the limits before anything runs.
+  std::vector<MemoryReservation> reservations(request.outputs_size());
+  for (int i = 0; i < request.outputs_size(); ++i) {
+    const v1::OutputSpec& spec = request.outputs(i);
+    const ValueType& type = prepared->graph.nodes[prepared->outputs[i]].type.output;
+    absl::StatusOr<int64_t> bytes = ByteSize(type.shape, type.dtype);
+    if (!bytes.ok()) return bytes.status();
+    if (spec.return_inline() && *bytes > limits_.max_inline_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output '", spec.node(), "' has ", *bytes, " bytes, over the inline limit of ",
+          limits_.max_inline_bytes, "; store it (store_as) and download it instead"));
+    }
+    if (!spec.store_as().empty()) {
+      absl::StatusOr<MemoryReservation> reservation = session.Reserve(*bytes);
+      if (!reservation.ok()) {
+        return absl::Status(reservation.status().code(),
+                            absl::StrCat("storing output '", spec.node(), "' as '", spec.store_as(),
+                                         "': ", reservation.status().message()));
+      }
+      reservations[i] = *std::move(reservation);
+    }
+  }
+
+  const absl::Time run_start = absl::Now();
+  RunOptions options{.profile = request.profile(), .allow_tf32 = request.allow_tf32()};
+  absl::StatusOr<RunResult> run =
+      backend_.Run(prepared->graph, *prepared->plan.plan, snapshot.InOrder(prepared->graph),
+                   session.stream(), options);
+  if (!run.ok()) return run.status();
+  const double run_seconds = SecondsSince(run_start);
+
+  const absl::Time transfer_start = absl::Now();
+  for (int i = 0; i < request.outputs_size(); ++i) {
+    const v1::OutputSpec& spec = request.outputs(i);
+    const Array& array = run->outputs[i];
+    v1::OutputResult* result = response->add_outputs();
+    result->set_node(spec.node());
+    FillArrayInfo(spec.store_as(), array, result->mutable_info());
+    if (spec.return_inline()) {
+      v1::InlineArray* value = result->mutable_value();
+      value->set_dtype(DTypeToProto(array.dtype));
+      value->mutable_shape()->Assign(array.shape.dims().begin(), array.shape.dims().end());
+      std::string* data = value->mutable_data();
+      data->resize(array.num_bytes());
+      if (absl::Status s = backend_.CopyToHost(*array.buffer, 0, array.num_bytes(), data->data(),
+                                               session.stream());
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  if (absl::Status s = backend_.Synchronize(session.stream()); !s.ok()) return s;
+  for (int i = 0; i < request.outputs_size(); ++i) {
+    const v1::OutputSpec& spec = request.outputs(i);
+    if (spec.store_as().empty()) continue;
+    if (absl::Status s =
+            session.PutArray(spec.store_as(), run->outputs[i], std::move(reservations[i]));
+        !s.ok()) {
+      return s;
+    }
+  }
+  v1::Timings* t = response->mutable_timings();
+  FillTimings(*run, t);
+  t->set_validate_seconds(prepared->validate_seconds);
+  t->set_plan_seconds(prepared->plan_seconds);
+  t->set_plan_cache_hit(prepared->plan.hit);
+  t->set_run_seconds(run_seconds);
+  t->set_transfer_seconds(SecondsSince(transfer_start));
+  t->set_total_seconds(SecondsSince(start));
+  return absl::OkStatus();
+}
+
+absl::Status GraphRunner::Benchmark(Session& session, const v1::BenchmarkRequest& request,
+                                    v1::BenchmarkResponse* response) {
+  const int n_warmup = request.has_n_warmup() ? request.n_warmup() : 10;
+  const int n_repeat = request.has_n_repeat() ? request.n_repeat() : 10000;
+  if (n_warmup < 0 || n_repeat < 1) {
+    return absl::InvalidArgumentError("n_warmup must be >= 0 and n_repeat >= 1");
+  }
+  absl::Duration max_duration =
+      request.has_max_duration() ? DurationFromProto(request.max_duration()) : absl::Seconds(10);
+  if (max_duration <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("max_duration must be positive");
+  }
+  max_duration = std::min(max_duration, limits_.max_benchmark_duration);
+
+  std::vector<std::string> output_ids(request.output_nodes().begin(), request.output_nodes().end());
+  ArraySnapshot snapshot(session);
+  absl::StatusOr<Prepared> prepared = Prepare(request.graph(), snapshot.Lookup(), output_ids);
+  if (!prepared.ok()) return prepared.status();
+  const std::vector<Array> arrays = snapshot.InOrder(prepared->graph);
+  const RunOptions options{.profile = false, .allow_tf32 = request.allow_tf32()};
+  auto run_once = [&]() -> absl::StatusOr<RunResult> {
+    absl::StatusOr<RunResult> run =
+        backend_.Run(prepared->graph, *prepared->plan.plan, arrays, session.stream(), options);
+    if (!run.ok()) return run.status();
+    if (absl::Status s = backend_.Synchronize(session.stream()); !s.ok()) return s;
+    return run;
+  };
+
+  response->set_name(request.name().empty() ? "graph" : request.name());
+  for (int i = 0; i < n_warmup; ++i) {
+    absl::StatusOr<RunResult> run = run_once();
+    if (!run.ok()) return run.status();
+    if (i == 0) FillTimings(*run, response->mutable_first_run());
+  }
+  const absl::Time deadline = absl::Now() + max_duration;
+  for (int i = 0; i < n_repeat && absl::Now() < deadline; ++i) {
+    const absl::Time start = absl::Now();
+    absl::StatusOr<RunResult> run = run_once();
+    if (!run.ok()) return run.status();
+    response->add_cpu_seconds(SecondsSince(start));
+    if (run->gpu_seconds.has_value()) response->add_gpu_seconds(*run->gpu_seconds);
+    if (n_warmup == 0 && i == 0) FillTimings(*run, response->mutable_first_run());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphRunner::Precompile(const v1::PrecompileRequest& request,
+                                     v1::PrecompileResponse* /*response*/) {
+  ArrayTypeLookup lookup = [&](const std::string& name) -> absl::StatusOr<ValueType> {
+    auto it = request.array_types().find(name);
+    if (it == request.array_types().end()) {
+      return absl::NotFoundError(absl::StrCat("array_types does not describe array '", name, "'"));
+    }
+    absl::StatusOr<DType> dtype = DTypeFromProto(it->second.dtype());
+    if (!dtype.ok()) return dtype.status();
+    absl::StatusOr<Shape> shape = ShapeFromProto(it->second.shape());
+    if (!shape.ok()) return shape.status();
+    return ValueType{*dtype, *std::move(shape), false};
+  };
+  for (int i = 0; i < request.graphs_size(); ++i) {
+    absl::StatusOr<Prepared> prepared = Prepare(request.graphs(i), lookup, {});
+    if (!prepared.ok()) {
+      return absl::Status(prepared.status().code(),
+                          absl::StrCat("graph ", i, ": ", prepared.status().message()));
+    }
+  }
+  // The CPU backend has nothing to compile; the CUDA backend's kernel cache
+  // reports its compiles here.
+  return absl::OkStatus();
+}
+
+}  // namespace gpuflow::server

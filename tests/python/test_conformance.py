@@ -1,0 +1,533 @@
+"""The conformance suite: every op against NumPy, through the real server.
+
+Backend-agnostic: it runs against whatever backend the `server` fixture
+started ($GPUFLOW_TEST_BACKEND, default cpu), so the CUDA backend runs it
+unchanged. NumPy is the reference, with NumPy 2's promotion rules (weak
+Python scalars); where NumPy has no such function (rsqrt, sigmoid, relu,
+gelu, erf, logsumexp, softmax) the reference is computed in float64.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import gpuflow
+
+if hasattr(np, "_set_promotion_state"):
+    np._set_promotion_state("weak")
+
+ALL = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+       "float16", "float32", "float64"]
+INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+FLOATS = ["float16", "float32", "float64"]
+SHAPES = [(), (0,), (7,), (3, 5), (2, 1, 1023)]
+
+RTOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 2e-6, "float64": 1e-13}
+# Transcendentals: implementations differ by a few ulps.
+RTOL_TRANSCENDENTAL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
+
+
+def make(dtype, shape, rng, kind="any"):
+    """Test data: random, never all zeros; kind narrows the range."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape))
+    if dtype == np.bool_:
+        return (rng.integers(0, 2, size=n) == 1).reshape(shape)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lo, hi = info.min, info.max
+        if kind == "positive":
+            lo = 1
+        elif kind == "small":
+            lo, hi = max(lo, -9), min(hi, 9)
+        elif kind == "exponent":
+            lo, hi = 0, 5
+        return rng.integers(lo, hi, size=n, endpoint=True, dtype=dtype).reshape(shape)
+    if kind == "positive":
+        x = rng.uniform(0.05, 20, size=n)
+    elif kind == "unit":
+        x = rng.uniform(-0.99, 0.99, size=n)
+    elif kind == "exponent":
+        x = rng.uniform(-2, 3, size=n)
+    else:
+        x = rng.standard_normal(size=n) * 10
+    return x.astype(dtype).reshape(shape)
+
+
+def run(session, inputs, build, outputs=1):
+    """Uploads inputs as a0, a1, ...; build(g, *nodes) returns the output node(s)."""
+    g = gpuflow.Graph()
+    nodes = []
+    for i, x in enumerate(inputs):
+        session.upload(x, name=f"a{i}")
+        nodes.append(g.array(f"a{i}"))
+    out = build(g, *nodes)
+    result = session.execute(g, outputs=list(out) if isinstance(out, (list, tuple)) else [out])
+    return result if outputs > 1 else result[0]
+
+
+def check(got, want, rtol=None, atol=0.0, exact_dtype=True):
+    want = np.asarray(want)
+    if exact_dtype:
+        assert got.dtype == want.dtype, f"dtype {got.dtype}, NumPy {want.dtype}"
+    assert got.shape == want.shape, f"shape {got.shape}, NumPy {want.shape}"
+    if want.dtype.kind == "f":
+        tol = rtol if rtol is not None else RTOL[want.dtype.name]
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=tol, atol=atol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def numpy_or_error(fn, *args):
+    """NumPy's answer, or the exception type NumPy raises."""
+    with np.errstate(all="ignore"):
+        try:
+            return fn(*args)
+        except (TypeError, ValueError) as e:
+            return e
+
+
+# ------------------------------------------------------------------ unary
+
+def float_of(x):
+    """The dtype NumPy's float ufuncs pick for x (np.sqrt's loop)."""
+    return np.sqrt(np.zeros(1, x.dtype)).dtype
+
+
+def erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+UNARY = {
+    "neg": (np.negative, "any"),
+    "abs": (np.abs, "any"),
+    "sign": (np.sign, "any"),
+    "square": (np.square, "small"),
+    "sqrt": (np.sqrt, "positive"),
+    "exp": (np.exp, "small"),
+    "log": (np.log, "positive"),
+    "log1p": (np.log1p, "positive"),
+    "expm1": (np.expm1, "small"),
+    "sin": (np.sin, "any"),
+    "cos": (np.cos, "any"),
+    "tanh": (np.tanh, "any"),
+    "floor": (np.floor, "any"),
+    "ceil": (np.ceil, "any"),
+    "round": (np.round, "any"),
+    "isnan": (np.isnan, "any"),
+    "isinf": (np.isinf, "any"),
+    "logical_not": (np.logical_not, "any"),
+    "bitwise_not": (np.invert, "any"),
+    "rsqrt": (lambda x: (1 / np.sqrt(x.astype(np.float64))).astype(float_of(x)), "positive"),
+    "sigmoid": (lambda x: (1 / (1 + np.exp(-x.astype(np.float64)))).astype(float_of(x)), "any"),
+    "erf": (lambda x: erf(x.astype(np.float64)).astype(float_of(x)), "unit"),
+    "gelu": (lambda x: (0.5 * x.astype(np.float64) * (1 + erf(x.astype(np.float64) / math.sqrt(2))))
+             .astype(float_of(x)), "any"),
+    "relu": (lambda x: x if x.dtype == np.bool_ else np.maximum(x, np.zeros((), x.dtype)), "any"),
+    "reciprocal": (np.reciprocal, "positive"),
+}
+TRANSCENDENTAL = {"sqrt", "exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "rsqrt",
+                  "sigmoid", "erf", "gelu"}
+# gpuflow deviates from NumPy here on purpose (docs/ops.md): floor/ceil of ints
+# keep the int dtype; neg/sign/relu/floor/ceil/round of bool are errors.
+BOOL_ERRORS = {"neg", "sign", "relu", "floor", "ceil", "round"}
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("op", sorted(UNARY))
+def test_unary(session, op, dtype, shape):
+    fn, kind = UNARY[op]
+    x = make(dtype, shape, np.random.default_rng(hash((op, dtype)) % 2**32), kind)
+    if op in ("floor", "ceil") and dtype in INTS:
+        want = x.copy()
+    elif op in BOOL_ERRORS and dtype == "bool":
+        want = TypeError()
+    else:
+        want = numpy_or_error(fn, x)
+    if isinstance(want, Exception):
+        with pytest.raises(gpuflow.InvalidArgumentError, match=f"\\({op}\\)"):
+            run(session, [x], lambda g, a: g.op(op, a))
+        return
+    got = run(session, [x], lambda g, a: g.op(op, a))
+    if op == "reciprocal" and dtype in INTS:
+        want = np.where(x == 0, 0, want).astype(x.dtype)
+    rtol = RTOL_TRANSCENDENTAL.get(want.dtype.name) if op in TRANSCENDENTAL else None
+    check(got, want, rtol=rtol, atol=1e-6 if op in ("sin", "cos", "tanh", "erf", "gelu") else 0)
+
+
+# ------------------------------------------------------------------ binary
+
+BINARY = {
+    "add": (np.add, "any", "any"),
+    "sub": (np.subtract, "any", "any"),
+    "mul": (np.multiply, "any", "any"),
+    "div": (np.true_divide, "any", "positive"),
+    "floordiv": (np.floor_divide, "any", "any"),
+    "mod": (np.remainder, "any", "any"),
+    "pow": (np.power, "small", "exponent"),
+    "maximum": (np.maximum, "any", "any"),
+    "minimum": (np.minimum, "any", "any"),
+    "atan2": (np.arctan2, "any", "any"),
+    "eq": (np.equal, "small", "small"),
+    "ne": (np.not_equal, "small", "small"),
+    "lt": (np.less, "any", "any"),
+    "le": (np.less_equal, "small", "small"),
+    "gt": (np.greater, "any", "any"),
+    "ge": (np.greater_equal, "small", "small"),
+    "logical_and": (np.logical_and, "any", "any"),
+    "logical_or": (np.logical_or, "any", "any"),
+    "logical_xor": (np.logical_xor, "any", "any"),
+    "bitwise_and": (np.bitwise_and, "any", "any"),
+    "bitwise_or": (np.bitwise_or, "any", "any"),
+    "bitwise_xor": (np.bitwise_xor, "any", "any"),
+}
+PAIRS = [(d, d) for d in ALL] + [
+    ("int8", "uint8"), ("int64", "uint64"), ("int16", "float16"), ("float32", "float64"),
+    ("bool", "int8"), ("uint8", "int64"), ("int32", "float32"), ("uint16", "float16"),
+]
+
+
+def binary_reference(op, fn, x, y):
+    if op == "floordiv" or op == "mod":
+        # Integer division by zero is 0 in gpuflow (NumPy: 0 with a warning).
+        return numpy_or_error(fn, x, y)
+    return numpy_or_error(fn, x, y)
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_binary(session, op, pair):
+    fn, kx, ky = BINARY[op]
+    rng = np.random.default_rng(hash((op,) + pair) % 2**32)
+    x = make(pair[0], (4, 33), rng, kx)
+    y = make(pair[1], (33,), rng, ky)  # broadcast along the leading axis
+    want = binary_reference(op, fn, x, y)
+    if isinstance(want, Exception):
+        with pytest.raises(gpuflow.InvalidArgumentError, match=f"\\({op}\\)"):
+            run(session, [x, y], lambda g, a, b: g.op(op, a, b))
+        return
+    got = run(session, [x, y], lambda g, a, b: g.op(op, a, b))
+    check(got, want, rtol=RTOL_TRANSCENDENTAL.get(want.dtype.name) if op in ("pow", "atan2") else None)
+
+
+@pytest.mark.parametrize("scalar", [2, -3, 2.5, True], ids=repr)
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("op", ["add", "mul", "sub", "div", "maximum", "lt"])
+def test_weak_scalar_promotion(session, op, dtype, scalar):
+    fn = BINARY[op][0]
+    x = make(dtype, (9,), np.random.default_rng(3), "small")
+    want = numpy_or_error(fn, x, scalar)
+    if isinstance(want, Exception):
+        with pytest.raises(gpuflow.InvalidArgumentError):
+            run(session, [x], lambda g, a: g.op(op, a, scalar))
+        return
+    got = run(session, [x], lambda g, a: g.op(op, a, scalar))
+    check(got, want)
+
+
+def test_weak_int_out_of_bounds_is_rejected(session):
+    x = np.arange(5, dtype=np.int8)
+    with pytest.raises(gpuflow.InvalidArgumentError, match="300"):
+        run(session, [x], lambda g, a: g.add(a, 300))
+
+
+def test_strong_scalar_promotes(session):
+    x = np.arange(5, dtype=np.int8)
+    got = run(session, [x], lambda g, a: g.add(a, np.int64(1)))
+    check(got, x + np.int64(1))
+    got = run(session, [x], lambda g, a: g.mul(a, np.float32(0.5)))
+    check(got, x * np.float32(0.5))
+
+
+def test_integer_overflow_wraps(session):
+    x = np.array([127, -128, 100], dtype=np.int8)
+    check(run(session, [x], lambda g, a: g.add(a, a)), x + x)
+    u = np.array([0, 1, 255], dtype=np.uint8)
+    check(run(session, [u], lambda g, a: g.sub(a, 2)), u - np.uint8(2))
+
+
+def test_nan_propagates_through_maximum_minimum(session):
+    x = np.array([1.0, np.nan, 3.0, np.nan], dtype=np.float32)
+    y = np.array([np.nan, 2.0, 1.0, np.nan], dtype=np.float32)
+    out = run(session, [x, y], lambda g, a, b: [g.maximum(a, b), g.minimum(a, b)], outputs=2)
+    check(out[0], np.maximum(x, y))
+    check(out[1], np.minimum(x, y))
+
+
+def test_where_clip_cast(session):
+    rng = np.random.default_rng(5)
+    c = make("bool", (6, 7), rng)
+    x = make("float32", (6, 7), rng)
+    y = make("int16", (7,), rng, "small")
+    check(run(session, [c, x, y], lambda g, c_, a, b: g.where(c_, a, b)), np.where(c, x, y))
+    check(run(session, [x], lambda g, a: g.clip(a, -1.5, 2)), np.clip(x, -1.5, 2))
+    z = np.array([np.nan, -5, 0.5, 9], dtype=np.float64)
+    check(run(session, [z], lambda g, a: g.clip(a, -1, 1)), np.clip(z, -1, 1))
+
+
+@pytest.mark.parametrize("src", ALL)
+@pytest.mark.parametrize("dst", ALL)
+def test_cast(session, src, dst):
+    x = make(src, (37,), np.random.default_rng(11), "small")
+    got = run(session, [x], lambda g, a: g.cast(a, dtype=dst))
+    check(got, x.astype(dst))
+
+
+# ------------------------------------------------------------------ reductions
+
+REDUCTIONS = {
+    "sum": np.sum, "prod": np.prod, "min": np.min, "max": np.max, "mean": np.mean,
+    "var": np.var, "std": np.std, "any": np.any, "all": np.all,
+}
+AXES = [None, (0,), (-1,), (0, 2), (1,), ()]
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axes", AXES, ids=str)
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("op", sorted(REDUCTIONS))
+def test_reduction(session, op, dtype, axes, keepdims):
+    kind = "small" if op == "prod" else "any"
+    x = make(dtype, (3, 4, 5), np.random.default_rng(hash((op, dtype)) % 2**32), kind)
+    if op == "prod" and dtype in FLOATS:
+        x = (x / 8).astype(dtype)
+    want = numpy_or_error(lambda a: REDUCTIONS[op](a, axis=axes, keepdims=keepdims), x)
+    attrs = {"keepdims": keepdims}
+    if axes is not None:
+        attrs["axes"] = list(axes)
+    if isinstance(want, Exception):
+        with pytest.raises(gpuflow.InvalidArgumentError):
+            run(session, [x], lambda g, a: g.op(op, a, **attrs))
+        return
+    got = run(session, [x], lambda g, a: g.op(op, a, **attrs))
+    # NumPy sums float16 in float16; gpuflow accumulates wider, so compare loosely.
+    rtol = {"float16": 1e-2, "float32": 1e-5, "float64": 1e-12}.get(np.asarray(want).dtype.name)
+    check(got, want, rtol=rtol, atol=1e-3 if dtype == "float16" else 1e-9)
+
+
+@pytest.mark.parametrize("ddof", [0, 1, 2.5])
+def test_var_std_ddof(session, ddof):
+    x = make("float64", (4, 9), np.random.default_rng(2))
+    out = run(session, [x], lambda g, a: [g.var(a, axes=[1], ddof=ddof), g.std(a, ddof=ddof)],
+              outputs=2)
+    check(out[0], np.var(x, axis=1, ddof=ddof))
+    check(out[1], np.std(x, ddof=ddof))
+
+
+@pytest.mark.parametrize("op", ["argmin", "argmax"])
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("axis", [None, 0, -1, 1])
+def test_arg_reductions(session, op, dtype, axis):
+    x = make(dtype, (5, 6, 3), np.random.default_rng(4), "small")  # small values: many ties
+    fn = getattr(np, op)
+    attrs = {} if axis is None else {"axis": axis}
+    check(run(session, [x], lambda g, a: g.op(op, a, **attrs)), fn(x, axis=axis))
+    want = fn(x, axis=axis, keepdims=True)
+    check(run(session, [x], lambda g, a: g.op(op, a, keepdims=True, **attrs)), want)
+
+
+def test_arg_reductions_find_nan_first(session):
+    x = np.array([[1.0, np.nan, 0.0], [3.0, 2.0, np.nan]], dtype=np.float32)
+    out = run(session, [x], lambda g, a: [g.argmax(a, axis=1), g.argmin(a, axis=1), g.max(a, axes=[1])],
+              outputs=3)
+    check(out[0], np.argmax(x, axis=1))
+    check(out[1], np.argmin(x, axis=1))
+    check(out[2], np.max(x, axis=1))
+
+
+def test_empty_min_is_an_error(session):
+    with pytest.raises(gpuflow.InvalidArgumentError, match="min"):
+        run(session, [np.zeros((0, 3), np.float32)], lambda g, a: g.min(a, axes=[0]))
+
+
+def test_small_int_sum_accumulates_in_int64(session):
+    x = np.full(1000, 100, dtype=np.int8)
+    got = run(session, [x], lambda g, a: g.sum(a))
+    check(got, np.sum(x))
+    assert got == 100000
+
+
+def logsumexp(x, axis, keepdims=False):
+    x = x.astype(np.float64)
+    m = np.max(x, axis=axis, keepdims=True)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_softmax_family(session, dtype, axis):
+    x = make(dtype, (6, 1025), np.random.default_rng(8), "small")
+    ft = float_of(x)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - np.max(x64, axis=axis, keepdims=True))
+    softmax = e / np.sum(e, axis=axis, keepdims=True)
+    out = run(session, [x], lambda g, a: [g.softmax(a, axis=axis), g.log_softmax(a, axis=axis),
+                                          g.logsumexp(a, axes=[axis])], outputs=3)
+    tol = RTOL_TRANSCENDENTAL[ft.name]
+    check(out[0], softmax.astype(ft), rtol=tol, atol=1e-7)
+    check(out[1], np.log(softmax).astype(ft), rtol=tol, atol=1e-6)
+    check(out[2], logsumexp(x, axis).astype(ft), rtol=tol)
+
+
+# ------------------------------------------------------------------ scans
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int64", "float16", "float32", "float64"])
+@pytest.mark.parametrize("axis", [None, 0, -1])
+def test_scans(session, op, dtype, axis):
+    x = make(dtype, (4, 7), np.random.default_rng(9), "small")
+    if op == "cumprod" and dtype in FLOATS:
+        x = (x / 8).astype(dtype)
+    attrs = {} if axis is None else {"axis": axis}
+    want = getattr(np, op)(x, axis=axis)
+    check(run(session, [x], lambda g, a: g.op(op, a, **attrs)), want,
+          rtol={"float16": 1e-2, "float32": 1e-5, "float64": 1e-12}.get(want.dtype.name))
+
+
+# ------------------------------------------------------------------ linear algebra
+
+MATMUL_SHAPES = [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((1, 3, 4), (2, 4, 5)), ((4,), (4, 5)),
+                 ((3, 4), (4,)), ((4,), (4,)), ((2, 1, 3, 4), (5, 4, 2)), ((0, 4), (4, 3)),
+                 ((3, 0), (0, 2))]
+
+
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", ["bool", "int32", "int8", "float16", "float32", "float64"])
+def test_matmul(session, dtype, shapes):
+    rng = np.random.default_rng(12)
+    a = make(dtype, shapes[0], rng, "small")
+    b = make(dtype, shapes[1], rng, "small")
+    want = np.matmul(a, b)
+    got = run(session, [a, b], lambda g, x, y: g.matmul(x, y))
+    check(got, want, rtol={"float16": 1e-2, "float32": 1e-5, "float64": 1e-12}.get(want.dtype.name),
+          atol=1e-2 if dtype == "float16" else 1e-6)
+
+
+def test_matmul_shape_mismatch(session):
+    with pytest.raises(gpuflow.InvalidArgumentError, match=r"\(matmul\)"):
+        run(session, [np.ones((3, 4)), np.ones((5, 6))], lambda g, a, b: g.matmul(a, b))
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4, 5)), ((4,), (4,)), ((4,), (4, 2)), ((3, 4), (4,)), ((), (3,))],
+                         ids=str)
+def test_dot(session, shapes):
+    rng = np.random.default_rng(13)
+    a, b = make("float64", shapes[0], rng), make("float64", shapes[1], rng)
+    check(run(session, [a, b], lambda g, x, y: g.dot(x, y)), np.dot(a, b))
+
+
+# ------------------------------------------------------------------ shape ops
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint64", "float16", "float64"])
+def test_shape_ops(session, dtype):
+    x = make(dtype, (2, 3, 4), np.random.default_rng(14))
+    cases = [
+        (lambda g, a: g.reshape(a, shape=[4, -1]), x.reshape(4, -1)),
+        (lambda g, a: g.reshape(a, shape=[24]), x.reshape(24)),
+        (lambda g, a: g.transpose(a), x.transpose()),
+        (lambda g, a: g.transpose(a, axes=[1, 0, 2]), x.transpose(1, 0, 2)),
+        (lambda g, a: g.broadcast_to(a, shape=[5, 2, 3, 4]), np.broadcast_to(x, (5, 2, 3, 4))),
+        (lambda g, a: g.expand_dims(a, axes=[0, -1]), np.expand_dims(x, (0, -1))),
+        (lambda g, a: g.squeeze(g.reshape(a, shape=[1, 2, 1, 12])), x.reshape(1, 2, 1, 12).squeeze()),
+        (lambda g, a: g.squeeze(g.reshape(a, shape=[1, 2, 1, 12]), axes=[2]),
+         x.reshape(1, 2, 1, 12).squeeze(2)),
+        (lambda g, a: g.concatenate(a, a, axis=1), np.concatenate([x, x], axis=1)),
+        (lambda g, a: g.stack(a, a, a, axis=-1), np.stack([x, x, x], axis=-1)),
+    ]
+    for build, want in cases:
+        check(run(session, [x], build), want)
+
+
+INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
+SLICES = [
+    ((slice(None), slice(1, 3)), [0, 1], [INT64_MAX, 3], [1, 1]),
+    ((slice(None, None, -1),), [INT64_MAX], [INT64_MIN], [-1]),
+    ((slice(-1, 0, -2), slice(None, None, 3)), [-1, 0], [0, INT64_MAX], [-2, 3]),
+    ((slice(5, 100),), [5], [100], [1]),
+    ((slice(-100, -2),), [-100], [-2], [1]),
+    ((slice(3, 1),), [3], [1], [1]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(SLICES)))
+def test_slice(session, case):
+    key, starts, stops, steps = SLICES[case]
+    x = make("int32", (6, 8), np.random.default_rng(15))
+    got = run(session, [x], lambda g, a: g.slice(a, starts=starts, stops=stops, steps=steps))
+    check(got, x[key])
+
+
+def test_slice_step_zero_is_an_error(session):
+    with pytest.raises(gpuflow.InvalidArgumentError, match="step"):
+        run(session, [np.ones(4)], lambda g, a: g.slice(a, starts=[0], stops=[4], steps=[0]))
+
+
+# ------------------------------------------------------------------ creation
+
+def test_full_and_arange(session):
+    g = gpuflow.Graph()
+    outs = [g.full(7, shape=[2, 3]), g.full(2.5, shape=[4], dtype="float16"),
+            g.arange(stop=10), g.arange(start=1.0, stop=2.0, step=0.25),
+            g.arange(start=10, stop=0, step=-3, dtype="int8")]
+    got = session.execute(g, outputs=outs)
+    check(got[0], np.full((2, 3), 7))
+    check(got[1], np.full(4, 2.5, dtype=np.float16))
+    check(got[2], np.arange(10))
+    check(got[3], np.arange(1.0, 2.0, 0.25))
+    check(got[4], np.arange(10, 0, -3, dtype=np.int8))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_random_is_seeded_and_plausible(session, dtype):
+    g = gpuflow.Graph()
+    u1 = g.random_uniform(shape=[20000], seed=42, low=-1, high=3, dtype=dtype)
+    u2 = g.random_uniform(shape=[20000], seed=42, low=-1, high=3, dtype=dtype)
+    u3 = g.random_uniform(shape=[20000], seed=43, low=-1, high=3, dtype=dtype)
+    n = g.random_normal(shape=[20000], seed=7, mean=2, std=0.5, dtype=dtype)
+    a, b, c, z = session.execute(g, outputs=[u1, u2, u3, n])
+    assert a.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    assert a.min() >= -1 and a.max() <= 3
+    assert abs(a.astype(np.float64).mean() - 1) < 0.05
+    assert abs(z.astype(np.float64).mean() - 2) < 0.02
+    assert abs(z.astype(np.float64).std() - 0.5) < 0.02
+
+
+# ------------------------------------------------------------------ bfloat16
+
+def test_bfloat16_arithmetic(session):
+    rng = np.random.default_rng(16)
+    x = rng.standard_normal(100).astype(np.float32)
+    words = gpuflow.float32_to_bfloat16(x)
+    session.upload(words, name="bx", dtype="bfloat16")
+    g = gpuflow.Graph()
+    a = g.array("bx")
+    out = session.execute(g, outputs=[g.mul(g.add(a, 1), 2), g.cast(a, dtype="float32"), g.sum(a)])
+    xb = gpuflow.bfloat16_to_float32(words)
+    np.testing.assert_allclose(gpuflow.bfloat16_to_float32(out[0]), (xb + 1) * 2, rtol=1e-2)
+    np.testing.assert_array_equal(out[1], xb)
+    np.testing.assert_allclose(gpuflow.bfloat16_to_float32(out[2]), xb.sum(), rtol=2e-2, atol=0.1)
+
+
+# ------------------------------------------------------------------ fused chains
+
+def test_readme_graphs(session):
+    rng = np.random.default_rng(17)
+    a = rng.standard_normal((64, 129)).astype(np.float32)
+    b = rng.standard_normal((64, 129)).astype(np.float32)
+
+    def build(g, x, y):
+        h = g.sqrt(g.add(g.mul(x, x), g.mul(y, y)))
+        return [g.add(g.mul(h, 2), 1), g.softmax(x, axis=-1),
+                g.sqrt(g.sum(g.mul(x, x), axes=[-1]))]
+
+    out = run(session, [a, b], build, outputs=3)
+    check(out[0], np.sqrt(a * a + b * b) * 2 + 1, rtol=1e-6)
+    e = np.exp(a - a.max(axis=-1, keepdims=True))
+    check(out[1], e / e.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-8)
+    check(out[2], np.sqrt(np.sum(a * a, axis=-1)), rtol=1e-5)

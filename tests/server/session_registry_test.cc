@@ -1,0 +1,443 @@
+#include "server/session_registry.h"
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "engine/cpu/cpu_backend.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace gpuflow::server {
+namespace {
+
+using ::gpuflow::testing::IsOk;
+using ::gpuflow::testing::IsOkAndHolds;
+using ::gpuflow::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+SessionOptions WithLabel(std::string label) {
+  SessionOptions options;
+  options.label = std::move(label);
+  return options;
+}
+SessionOptions WithLimit(int64_t memory_limit_bytes) {
+  SessionOptions options;
+  options.memory_limit_bytes = memory_limit_bytes;
+  return options;
+}
+SessionOptions WithTtl(absl::Duration idle_ttl) {
+  SessionOptions options;
+  options.idle_ttl = idle_ttl;
+  return options;
+}
+
+// A clock that only moves when told to.
+class FakeClock {
+ public:
+  absl::Time Now() const { return now_; }
+  void Advance(absl::Duration d) { now_ += d; }
+
+ private:
+  absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
+};
+
+class SessionRegistryTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t kDefaultLimit = 1000;
+  static constexpr int64_t kMaxLimit = 10000;
+  static constexpr absl::Duration kDefaultTtl = absl::Seconds(10);
+  static constexpr absl::Duration kMaxTtl = absl::Minutes(5);
+
+  SessionRegistryTest() : backend_(CreateCpuBackend()) { MakeRegistry(/*max_sessions=*/4); }
+
+  void MakeRegistry(int max_sessions) {
+    SessionRegistryOptions options;
+    options.max_sessions = max_sessions;
+    options.default_memory_limit_bytes = kDefaultLimit;
+    options.max_memory_limit_bytes = kMaxLimit;
+    options.default_idle_ttl = kDefaultTtl;
+    options.max_idle_ttl = kMaxTtl;
+    options.clock = [this] { return clock_.Now(); };
+    registry_ = std::make_unique<SessionRegistry>(*backend_, std::move(options));
+  }
+
+  // A uint8 array of `bytes` elements whose first byte is `fill`.
+  Array MakeArray(int64_t bytes, unsigned char fill = 0) {
+    Array array;
+    array.dtype = DType::kUInt8;
+    array.shape = *Shape::Create({bytes});
+    std::unique_ptr<Stream> stream = *backend_->CreateStream();
+    std::unique_ptr<DeviceBuffer> buffer = *backend_->Allocate(bytes, *stream);
+    if (bytes > 0) {
+      EXPECT_THAT(backend_->CopyToDevice(&fill, *buffer, 0, 1, *stream), IsOk());
+    }
+    array.buffer = std::move(buffer);
+    return array;
+  }
+
+  unsigned char FirstByte(const Array& array) {
+    unsigned char byte = 0;
+    std::unique_ptr<Stream> stream = *backend_->CreateStream();
+    EXPECT_THAT(backend_->CopyToHost(*array.buffer, 0, 1, &byte, *stream), IsOk());
+    return byte;
+  }
+
+  // Reserves and publishes a uint8 array of `bytes` bytes.
+  absl::Status Put(Session& session, const std::string& name, int64_t bytes,
+                   unsigned char fill = 0) {
+    absl::StatusOr<MemoryReservation> reservation = session.Reserve(bytes);
+    if (!reservation.ok()) return reservation.status();
+    return session.PutArray(name, MakeArray(bytes, fill), *std::move(reservation));
+  }
+
+  FakeClock clock_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<SessionRegistry> registry_;
+};
+
+// ---------------------------------------------------------------- create
+
+TEST_F(SessionRegistryTest, CreateUsesTheDefaults) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create(WithLabel("job")));
+  EXPECT_EQ(session->label(), "job");
+  EXPECT_EQ(session->memory_limit_bytes(), kDefaultLimit);
+  EXPECT_EQ(session->idle_ttl(), kDefaultTtl);
+  EXPECT_EQ(session->memory_used_bytes(), 0);
+  EXPECT_EQ(session->num_arrays(), 0);
+  EXPECT_FALSE(session->closed());
+  EXPECT_EQ(registry_->size(), 1);
+}
+
+TEST_F(SessionRegistryTest, CreateTakesRequestedLimits) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session,
+                       registry_->Create(SessionOptions{"", kMaxLimit, kMaxTtl}));
+  EXPECT_EQ(session->memory_limit_bytes(), kMaxLimit);
+  EXPECT_EQ(session->idle_ttl(), kMaxTtl);
+}
+
+TEST_F(SessionRegistryTest, IdsAre32LowercaseHexDigitsAndUnique) {
+  std::set<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+    ids.insert(session->id());
+  }
+  for (int i = 0; i < 1000; ++i) ids.insert(NewSessionId());
+  EXPECT_EQ(ids.size(), 1004u);
+  for (const std::string& id : ids) {
+    ASSERT_EQ(id.size(), 32u) << id;
+    for (char c : id) {
+      ASSERT_TRUE(absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f')) << id;
+    }
+  }
+}
+
+TEST_F(SessionRegistryTest, LabelOver128CharactersIsRejected) {
+  EXPECT_THAT(registry_->Create(WithLabel(std::string(128, 'x'))), IsOk());
+  EXPECT_THAT(registry_->Create(WithLabel(std::string(129, 'x'))),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("128")));
+}
+
+TEST_F(SessionRegistryTest, QuotaOverTheMaximumOrNegativeIsRejected) {
+  EXPECT_THAT(registry_->Create(WithLimit(kMaxLimit + 1)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("10001")));
+  EXPECT_THAT(registry_->Create(WithLimit(-1)), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(registry_->size(), 0);
+}
+
+TEST_F(SessionRegistryTest, TtlOverTheMaximumOrNegativeIsRejected) {
+  EXPECT_THAT(registry_->Create(WithTtl(kMaxTtl + absl::Seconds(1))),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("TTL")));
+  EXPECT_THAT(registry_->Create(WithTtl(-absl::Seconds(1))),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(registry_->size(), 0);
+}
+
+TEST_F(SessionRegistryTest, MaxSessionsIsResourceExhausted) {
+  MakeRegistry(/*max_sessions=*/2);
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> first, registry_->Create({}));
+  ASSERT_THAT(registry_->Create({}), IsOk());
+  EXPECT_THAT(registry_->Create({}),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("max_sessions")));
+  // Closing one makes room again.
+  ASSERT_THAT(registry_->Close(first->id()), IsOk());
+  EXPECT_THAT(registry_->Create({}), IsOk());
+}
+
+TEST_F(SessionRegistryTest, ExpiredSessionsDoNotCountAgainstMaxSessions) {
+  MakeRegistry(/*max_sessions=*/1);
+  ASSERT_THAT(registry_->Create({}), IsOk());
+  clock_.Advance(kDefaultTtl + absl::Seconds(1));
+  EXPECT_THAT(registry_->Create({}), IsOk());
+  EXPECT_EQ(registry_->size(), 1);
+  EXPECT_EQ(registry_->expired_total(), 1);
+}
+
+// ---------------------------------------------------------------- get, close
+
+TEST_F(SessionRegistryTest, GetFindsLiveSessions) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  EXPECT_THAT(registry_->Get(session->id()), IsOkAndHolds(session));
+  EXPECT_THAT(registry_->Get("0123456789abcdef0123456789abcdef"),
+              StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(registry_->Get(""), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(SessionRegistryTest, CloseFreesArraysAndReturnsTheirBytes) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  ASSERT_THAT(Put(*session, "a", 100), IsOk());
+  ASSERT_THAT(Put(*session, "b", 23), IsOk());
+  EXPECT_THAT(registry_->Close(session->id()), IsOkAndHolds(123));
+  EXPECT_TRUE(session->closed());
+  EXPECT_EQ(session->num_arrays(), 0);
+  EXPECT_EQ(session->memory_used_bytes(), 0);
+  EXPECT_EQ(registry_->size(), 0);
+  EXPECT_THAT(registry_->Get(session->id()), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(registry_->Close(session->id()), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(SessionRegistryTest, ClosedSessionRefusesReserveAndPutArray) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  ASSERT_OK_AND_ASSIGN(MemoryReservation early, session->Reserve(10));
+  ASSERT_THAT(registry_->Close(session->id()), IsOk());
+
+  EXPECT_THAT(session->Reserve(1), StatusIs(absl::StatusCode::kNotFound, HasSubstr("closed")));
+  EXPECT_THAT(session->PutArray("x", MakeArray(10), std::move(early)),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("closed")));
+  EXPECT_EQ(session->num_arrays(), 0);
+  // The refused reservation gave its bytes back.
+  EXPECT_EQ(session->memory_used_bytes(), 0);
+}
+
+TEST_F(SessionRegistryTest, ArraysHeldByAReaderSurviveClose) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  ASSERT_THAT(Put(*session, "x", 64, /*fill=*/0x5A), IsOk());
+  ASSERT_OK_AND_ASSIGN(Array held, session->GetArray("x"));
+  ASSERT_THAT(registry_->Close(session->id()), IsOkAndHolds(64));
+  EXPECT_THAT(session->GetArray("x"), StatusIs(absl::StatusCode::kNotFound));
+  // The reader's copy still owns the buffer, and it is intact.
+  EXPECT_EQ(held.buffer.use_count(), 1);
+  EXPECT_EQ(held.buffer->size(), 64);
+  EXPECT_EQ(FirstByte(held), 0x5A);
+}
+
+TEST_F(SessionRegistryTest, CloseAllClosesEverySession) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> a, registry_->Create({}));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> b, registry_->Create({}));
+  ASSERT_THAT(Put(*a, "x", 10), IsOk());
+  registry_->CloseAll();
+  EXPECT_EQ(registry_->size(), 0);
+  EXPECT_TRUE(a->closed());
+  EXPECT_TRUE(b->closed());
+  EXPECT_EQ(a->memory_used_bytes(), 0);
+}
+
+// ---------------------------------------------------------------- expiry
+
+TEST_F(SessionRegistryTest, IdleSessionExpiresAndGetReturnsNotFound) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  ASSERT_THAT(Put(*session, "x", 100), IsOk());
+  clock_.Advance(kDefaultTtl);
+  ASSERT_THAT(registry_->Get(session->id()), IsOk()) << "idle for exactly the TTL is still alive";
+  clock_.Advance(kDefaultTtl + absl::Nanoseconds(1));
+  EXPECT_THAT(registry_->Get(session->id()),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr(session->id())));
+  EXPECT_EQ(registry_->expired_total(), 1);
+  EXPECT_EQ(registry_->size(), 0);
+  // Found expired, it was freed at once.
+  EXPECT_TRUE(session->closed());
+  EXPECT_EQ(session->num_arrays(), 0);
+  EXPECT_EQ(session->memory_used_bytes(), 0);
+  // Asking again neither finds it nor counts it twice.
+  EXPECT_THAT(registry_->Get(session->id()), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_EQ(registry_->expired_total(), 1);
+}
+
+TEST_F(SessionRegistryTest, EachSessionExpiresAfterItsOwnTtl) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> short_lived,
+                       registry_->Create(WithTtl(absl::Seconds(1))));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> long_lived,
+                       registry_->Create(WithTtl(absl::Minutes(1))));
+  clock_.Advance(absl::Seconds(30));
+  EXPECT_THAT(registry_->Get(short_lived->id()), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(registry_->Get(long_lived->id()), IsOk());
+}
+
+TEST_F(SessionRegistryTest, ExpireIdleFreesOnlyExpiredSessions) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> a, registry_->Create({}));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> b, registry_->Create({}));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> c, registry_->Create(WithTtl(kMaxTtl)));
+  ASSERT_THAT(Put(*a, "x", 10), IsOk());
+  EXPECT_EQ(registry_->ExpireIdle(), 0);
+  clock_.Advance(kDefaultTtl + absl::Seconds(1));
+  EXPECT_EQ(registry_->ExpireIdle(), 2);
+  EXPECT_EQ(registry_->expired_total(), 2);
+  EXPECT_EQ(registry_->size(), 1);
+  EXPECT_TRUE(a->closed());
+  EXPECT_TRUE(b->closed());
+  EXPECT_FALSE(c->closed());
+  EXPECT_EQ(a->memory_used_bytes(), 0);
+  EXPECT_EQ(registry_->ExpireIdle(), 0);
+}
+
+TEST_F(SessionRegistryTest, TouchKeepsASessionAlive) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  for (int i = 0; i < 5; ++i) {
+    clock_.Advance(kDefaultTtl - absl::Seconds(1));
+    registry_->Touch(*session);
+    EXPECT_EQ(registry_->ExpireIdle(), 0);
+  }
+  EXPECT_THAT(registry_->Get(session->id()), IsOk());
+}
+
+TEST_F(SessionRegistryTest, GetResetsTheIdleTimer) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  for (int i = 0; i < 5; ++i) {
+    clock_.Advance(kDefaultTtl - absl::Seconds(1));
+    ASSERT_THAT(registry_->Get(session->id()), IsOk());
+  }
+  clock_.Advance(kDefaultTtl + absl::Seconds(1));
+  EXPECT_THAT(registry_->Get(session->id()), StatusIs(absl::StatusCode::kNotFound));
+}
+
+// ---------------------------------------------------------------- quota
+
+TEST_F(SessionRegistryTest, ReserveBeyondQuotaIsResourceExhaustedWithSizes) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  ASSERT_OK_AND_ASSIGN(MemoryReservation r, session->Reserve(600));
+  EXPECT_EQ(r.bytes(), 600);
+  EXPECT_EQ(session->memory_used_bytes(), 600);
+  EXPECT_THAT(session->Reserve(401),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("401 bytes requested, 600 of 1000 bytes in use")));
+  EXPECT_EQ(session->memory_used_bytes(), 600);
+  EXPECT_THAT(session->Reserve(400), IsOk());  // Exactly fills the quota, then gives it back.
+  EXPECT_EQ(session->memory_used_bytes(), 600);
+  EXPECT_THAT(session->Reserve(-1), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(SessionRegistryTest, ReservationIsReleasedOnDestruction) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  {
+    ASSERT_OK_AND_ASSIGN(MemoryReservation r, session->Reserve(700));
+    EXPECT_EQ(session->memory_used_bytes(), 700);
+  }
+  EXPECT_EQ(session->memory_used_bytes(), 0);
+  EXPECT_THAT(session->Reserve(1000), IsOk());
+}
+
+TEST_F(SessionRegistryTest, MovedReservationReleasesOnce) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  ASSERT_OK_AND_ASSIGN(MemoryReservation a, session->Reserve(100));
+  ASSERT_OK_AND_ASSIGN(MemoryReservation b, session->Reserve(200));
+  MemoryReservation c(std::move(a));
+  EXPECT_EQ(c.bytes(), 100);
+  EXPECT_EQ(session->memory_used_bytes(), 300);
+  c = std::move(b);  // Gives c's 100 back, takes over b's 200.
+  EXPECT_EQ(c.bytes(), 200);
+  EXPECT_EQ(session->memory_used_bytes(), 200);
+  c = MemoryReservation();
+  EXPECT_EQ(session->memory_used_bytes(), 0);
+}
+
+TEST_F(SessionRegistryTest, PutArrayKeepsOnlyTheArraysBytesOfItsReservation) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  ASSERT_OK_AND_ASSIGN(MemoryReservation r, session->Reserve(500));
+  ASSERT_THAT(session->PutArray("x", MakeArray(120), std::move(r)), IsOk());
+  EXPECT_EQ(session->memory_used_bytes(), 120);
+  EXPECT_EQ(session->num_arrays(), 1);
+}
+
+TEST_F(SessionRegistryTest, PutArrayRejectsAReservationThatDoesNotCoverTheArray) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> other, registry_->Create({}));
+  ASSERT_OK_AND_ASSIGN(MemoryReservation small, session->Reserve(10));
+  EXPECT_THAT(session->PutArray("x", MakeArray(11), std::move(small)),
+              StatusIs(absl::StatusCode::kInternal));
+  ASSERT_OK_AND_ASSIGN(MemoryReservation foreign, other->Reserve(10));
+  EXPECT_THAT(session->PutArray("x", MakeArray(10), std::move(foreign)),
+              StatusIs(absl::StatusCode::kInternal));
+  EXPECT_EQ(session->num_arrays(), 0);
+  EXPECT_EQ(session->memory_used_bytes(), 0);
+  EXPECT_EQ(other->memory_used_bytes(), 0);
+}
+
+TEST_F(SessionRegistryTest, PutArrayOverwriteReturnsTheOldBytesToTheQuota) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  ASSERT_THAT(Put(*session, "x", 400, /*fill=*/1), IsOk());
+  ASSERT_OK_AND_ASSIGN(Array old_reader, session->GetArray("x"));
+  // Old and new must fit together while the new one is being written.
+  EXPECT_THAT(session->Reserve(601), StatusIs(absl::StatusCode::kResourceExhausted));
+  ASSERT_THAT(Put(*session, "x", 600, /*fill=*/2), IsOk());
+  EXPECT_EQ(session->memory_used_bytes(), 600);
+  EXPECT_EQ(session->num_arrays(), 1);
+  ASSERT_OK_AND_ASSIGN(Array current, session->GetArray("x"));
+  EXPECT_EQ(current.num_bytes(), 600);
+  EXPECT_EQ(FirstByte(current), 2);
+  // A reader of the replaced array still has it.
+  EXPECT_EQ(old_reader.num_bytes(), 400);
+  EXPECT_EQ(FirstByte(old_reader), 1);
+  // The freed 400 bytes can be used again.
+  EXPECT_THAT(Put(*session, "y", 400), IsOk());
+  EXPECT_EQ(session->memory_used_bytes(), 1000);
+}
+
+TEST_F(SessionRegistryTest, DeleteArrayFreesItsBytes) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  ASSERT_THAT(Put(*session, "x", 300), IsOk());
+  ASSERT_THAT(Put(*session, "y", 200), IsOk());
+  EXPECT_THAT(session->DeleteArray("x"), IsOkAndHolds(300));
+  EXPECT_EQ(session->memory_used_bytes(), 200);
+  EXPECT_EQ(session->num_arrays(), 1);
+  EXPECT_THAT(session->GetArray("x"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("no array named 'x'")));
+  EXPECT_THAT(session->DeleteArray("x"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(session->GetArray("y"), IsOk());
+}
+
+TEST_F(SessionRegistryTest, ListArraysIsSortedByName) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  for (const char* name : {"zeta", "alpha", "Beta", "alpha.2", "10", "9"}) {
+    ASSERT_THAT(Put(*session, name, 1), IsOk());
+  }
+  std::vector<std::string> names;
+  for (const ArrayEntry& entry : session->ListArrays()) names.push_back(entry.name);
+  EXPECT_THAT(names, ElementsAre("10", "9", "Beta", "alpha", "alpha.2", "zeta"));
+}
+
+TEST_F(SessionRegistryTest, EmptyArraysTakeNoQuota) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  ASSERT_OK_AND_ASSIGN(MemoryReservation r, session->Reserve(0));
+  ASSERT_THAT(session->PutArray("empty", MakeArray(0), std::move(r)), IsOk());
+  EXPECT_EQ(session->memory_used_bytes(), 0);
+  EXPECT_EQ(session->num_arrays(), 1);
+}
+
+TEST_F(SessionRegistryTest, ConcurrentReservationsNeverExceedTheQuota) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&session] {
+      for (int i = 0; i < 2000; ++i) {
+        absl::StatusOr<MemoryReservation> r = session->Reserve(300);
+        if (r.ok()) {
+          EXPECT_LE(session->memory_used_bytes(), kDefaultLimit);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(session->memory_used_bytes(), 0);
+}
+
+}  // namespace
+}  // namespace gpuflow::server
