@@ -52,7 +52,8 @@ double MedianGBps(int64_t bytes, int repeats, const std::function<void()>& fn) {
   for (int i = 0; i < repeats; ++i) {
     const auto start = std::chrono::steady_clock::now();
     fn();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     rates.push_back(static_cast<double>(bytes) / s / 1e9);
   }
   std::sort(rates.begin(), rates.end());

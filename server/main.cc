@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "engine/cpu/cpu_backend.h"
+#include "engine/cuda/cuda_backend.h"
 #include "server/flags.h"
 #include "server/gpuflow_service.h"
 #include "server/session_registry.h"
@@ -49,6 +50,11 @@ ABSL_FLAG(ByteCount, max_chunk_bytes, ByteCount{int64_t{4} << 20}, "Largest uplo
 ABSL_FLAG(ByteCount, max_inline_bytes, ByteCount{int64_t{4} << 20},
           "Largest inline literal or inline result");
 ABSL_FLAG(int, max_graph_nodes, 10000, "Most nodes in one graph");
+ABSL_FLAG(int, device, 0, "CUDA device ordinal (cuda backend)");
+ABSL_FLAG(ByteCount, pool_release_threshold, ByteCount{int64_t{16} << 30},
+          "Device memory the pool keeps reserved after frees (cuda backend)");
+ABSL_FLAG(std::string, cuda_include_dir, "/usr/local/cuda/include",
+          "CUDA headers NVRTC compiles generated kernels against (cuda backend)");
 ABSL_FLAG(int, compute_threads, 0, "Threads running Execute/Benchmark work; 0: one per CPU core");
 ABSL_FLAG(int, plan_cache_entries, 1024, "Plans kept in the in-memory plan cache");
 ABSL_FLAG(int, max_fused_ops, 64, "Most ops fused into one step");
@@ -79,6 +85,9 @@ const std::vector<std::string> kEnvFlags = {
     "plan_cache_entries",
     "max_fused_ops",
     "max_benchmark_duration",
+    "device",
+    "pool_release_threshold",
+    "cuda_include_dir",
 };
 
 void Log(const std::string& line) {
@@ -87,14 +96,23 @@ void Log(const std::string& line) {
                line.c_str());
 }
 
+// auto: the CUDA backend when this build has one and a device is usable,
+// else the CPU backend (saying why).
 absl::StatusOr<std::unique_ptr<gpuflow::Backend>> CreateBackend(const std::string& name) {
-  if (name == "cpu" || name == "auto") return gpuflow::CreateCpuBackend();
-  if (name == "cuda") {
-    return absl::FailedPreconditionError(
-        "--backend=cuda: this build of gpuflowd has no CUDA backend");
+  if (name == "cpu") return gpuflow::CreateCpuBackend();
+  if (name != "cuda" && name != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend='", name, "': expected auto, cpu or cuda"));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--backend='", name, "': expected auto, cpu or cuda"));
+  gpuflow::cuda::CudaBackendOptions options;
+  options.device = absl::GetFlag(FLAGS_device);
+  options.pool_release_threshold = absl::GetFlag(FLAGS_pool_release_threshold).bytes;
+  options.cuda_include_dir = absl::GetFlag(FLAGS_cuda_include_dir);
+  absl::StatusOr<std::unique_ptr<gpuflow::Backend>> cuda =
+      gpuflow::cuda::CreateCudaBackend(options);
+  if (cuda.ok() || name == "cuda") return cuda;
+  Log(absl::StrCat("no usable CUDA device, using the CPU backend: ", cuda.status().message()));
+  return gpuflow::CreateCpuBackend();
 }
 
 // Blocks SIGINT/SIGTERM in every thread (call before starting any), so that

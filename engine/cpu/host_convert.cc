@@ -14,9 +14,15 @@ void LoadImpl(const std::byte* base, int64_t offset, int64_t stride, int64_t n, 
   C* out = static_cast<C*>(dst);
   constexpr int64_t kSize = sizeof(X);
   const std::byte* p = base + offset * kSize;
-  const int64_t step = stride * kSize;
-  for (int64_t i = 0; i < n; ++i) {
+  auto load = [&](int64_t i, int64_t step) {
     out[i] = ConvertValue<C>(ConvertValue<K>(LoadElement<X>(p + i * step)));
+  };
+  // The contiguous case separately, with a constant step the compiler can
+  // vectorize.
+  if (stride == 1) {
+    for (int64_t i = 0; i < n; ++i) load(i, kSize);
+  } else {
+    for (int64_t i = 0; i < n; ++i) load(i, stride * kSize);
   }
 }
 
@@ -25,8 +31,12 @@ void StoreImpl(const void* src, int64_t n, std::byte* base, int64_t offset, int6
   const C* in = static_cast<const C*>(src);
   constexpr int64_t kSize = sizeof(O);
   std::byte* p = base + offset * kSize;
-  const int64_t step = stride * kSize;
-  for (int64_t i = 0; i < n; ++i) StoreElement<O>(p + i * step, ConvertValue<O>(in[i]));
+  if (stride == 1) {
+    for (int64_t i = 0; i < n; ++i) StoreElement<O>(p + i * kSize, ConvertValue<O>(in[i]));
+  } else {
+    const int64_t step = stride * kSize;
+    for (int64_t i = 0; i < n; ++i) StoreElement<O>(p + i * step, ConvertValue<O>(in[i]));
+  }
 }
 
 }  // namespace

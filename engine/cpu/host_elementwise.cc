@@ -115,8 +115,9 @@ double Sigmoid(double x) {
   const double e = std::exp(x);
   return e / (1.0 + e);
 }
-// The exact (erf) form, as torch.nn.functional.gelu's default.
-double Gelu(double x) { return 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)); }
+// The exact (erf) form, as torch.nn.functional.gelu's default; erfc keeps
+// the relative accuracy for negative x, where 1 + erf(x / sqrt 2) cancels.
+double Gelu(double x) { return 0.5 * x * std::erfc(x * -0.70710678118654752440); }
 
 // floor, ceil, round: integers are already integral.
 template <double (*kFn)(double)>

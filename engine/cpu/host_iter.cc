@@ -164,14 +164,6 @@ absl::StatusOr<double> GetFloatAttr(const ValidatedNode& node, absl::string_view
   return absl::InvalidArgumentError(absl::StrCat("missing float attribute '", name, "'"));
 }
 
-absl::StatusOr<bool> GetBoolAttr(const ValidatedNode& node, absl::string_view name) {
-  auto it = node.attrs.find(name);
-  if (it != node.attrs.end()) {
-    if (const auto* v = std::get_if<bool>(&it->second)) return *v;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("missing bool attribute '", name, "'"));
-}
-
 absl::StatusOr<std::vector<int64_t>> GetIntsAttr(const ValidatedNode& node,
                                                  absl::string_view name) {
   auto it = node.attrs.find(name);

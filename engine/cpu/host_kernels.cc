@@ -1,5 +1,6 @@
 #include "engine/cpu/host_kernels.h"
 
+#include <new>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
@@ -112,7 +113,7 @@ absl::Status Dispatch(HostFamily family, const ValidatedNode& node,
     case HostFamily::kCreation:
       return RunCreation(node, inputs, out, options);
     case HostFamily::kCustom:
-      break;
+      break;  // refused before
     case HostFamily::kReduction:
     case HostFamily::kSoftmax:
     case HostFamily::kScan:
@@ -126,8 +127,7 @@ absl::Status Dispatch(HostFamily family, const ValidatedNode& node,
       if (family == HostFamily::kScan) return RunScan(node, inputs[0], out, options);
       return RunMatmul(node, inputs[0], inputs[1], out, options);
   }
-  return absl::FailedPreconditionError(
-      "custom CUDA kernels need the cuda backend; this server runs on the CPU");
+  return absl::InternalError("custom kernel dispatched");
 }
 
 }  // namespace
@@ -143,8 +143,21 @@ absl::Status RunNodeOnHost(const ValidatedNode& node, absl::Span<const HostConst
     return absl::UnimplementedError(
         absl::StrCat("node '", node.id, "' (", name, "): no host kernel for this op"));
   }
-  absl::Status s = CheckViews(node, inputs, out);
-  if (s.ok()) s = Dispatch(it->second, node, inputs, out, options);
+  absl::Status s;
+  if (it->second == HostFamily::kCustom) {
+    s = absl::FailedPreconditionError(
+        "custom CUDA kernels need the cuda backend; this server runs on the CPU");
+  } else {
+    s = CheckViews(node, inputs, out);
+  }
+  if (s.ok()) {
+    try {
+      s = Dispatch(it->second, node, inputs, out, options);
+    } catch (const std::bad_alloc&) {
+      // Scratch buffers (matmul's converted operands, reduction partials).
+      s = absl::ResourceExhaustedError("out of host memory for scratch buffers");
+    }
+  }
   if (s.ok()) return s;
   return absl::Status(s.code(), absl::StrCat("node '", node.id, "' (", name, "): ", s.message()));
 }

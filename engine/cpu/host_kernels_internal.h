@@ -4,7 +4,7 @@
 // Every op works the same way: input elements are loaded in blocks of up to
 // kBlock, converted (with gpuflow's cast semantics) to the dtype the op
 // computes in and widened to one of four compute types (bool, int64_t,
-// uint64_t, double: ComputeType<D>); the op runs on those; the results are
+// uint64_t, double: ComputeOf<T>); the op runs on those; the results are
 // converted to the output dtype when stored. Integer arithmetic on int64_t
 // goes through uint64_t so that it wraps, which is also how narrower integer
 // dtypes wrap: their values are truncated when stored. Float16, bfloat16 and
@@ -54,70 +54,14 @@ inline ComputeClass ClassOf(DType dtype) {
   return ComputeClass::kFloat;
 }
 
-// The C++ type that stores one element of each dtype.
-template <DType D>
-struct StorageOf;
-template <>
-struct StorageOf<DType::kBool> {
-  using type = bool;
-};
-template <>
-struct StorageOf<DType::kInt8> {
-  using type = int8_t;
-};
-template <>
-struct StorageOf<DType::kInt16> {
-  using type = int16_t;
-};
-template <>
-struct StorageOf<DType::kInt32> {
-  using type = int32_t;
-};
-template <>
-struct StorageOf<DType::kInt64> {
-  using type = int64_t;
-};
-template <>
-struct StorageOf<DType::kUInt8> {
-  using type = uint8_t;
-};
-template <>
-struct StorageOf<DType::kUInt16> {
-  using type = uint16_t;
-};
-template <>
-struct StorageOf<DType::kUInt32> {
-  using type = uint32_t;
-};
-template <>
-struct StorageOf<DType::kUInt64> {
-  using type = uint64_t;
-};
-template <>
-struct StorageOf<DType::kFloat16> {
-  using type = Half;
-};
-template <>
-struct StorageOf<DType::kBFloat16> {
-  using type = BFloat16;
-};
-template <>
-struct StorageOf<DType::kFloat32> {
-  using type = float;
-};
-template <>
-struct StorageOf<DType::kFloat64> {
-  using type = double;
-};
-template <DType D>
-using Storage = typename StorageOf<D>::type;
-
 template <typename T>
 struct TypeTag {
   using type = T;
 };
 
-// Calls f(TypeTag<Storage<dtype>>{}) and returns its result.
+// Calls f(TypeTag<T>{}) with T the C++ type that stores one element of
+// `dtype` (bool, int8_t, ..., Half, BFloat16, float, double) and returns its
+// result.
 template <typename F>
 decltype(auto) VisitDType(DType dtype, F&& f) {
   switch (dtype) {
@@ -247,7 +191,7 @@ void StoreElement(std::byte* p, T v) {
 
 // Loads n elements of dtype `src` at base[offset + i * stride] (offsets and
 // strides in elements), converts each to dtype `via` and widens it into
-// dst[i], a ComputeType of `via`.
+// dst[i], of the compute type of `via`.
 using LoadFn = void (*)(const std::byte* base, int64_t offset, int64_t stride, int64_t n,
                         void* dst);
 LoadFn GetLoadFn(DType src, DType via);
@@ -368,7 +312,6 @@ void CopyStrided(const StridedLoop& loop, DType src_dtype, const std::byte* src,
 // The canonical attribute `name`, or INVALID_ARGUMENT naming it.
 absl::StatusOr<int64_t> GetIntAttr(const ValidatedNode& node, absl::string_view name);
 absl::StatusOr<double> GetFloatAttr(const ValidatedNode& node, absl::string_view name);
-absl::StatusOr<bool> GetBoolAttr(const ValidatedNode& node, absl::string_view name);
 absl::StatusOr<std::vector<int64_t>> GetIntsAttr(const ValidatedNode& node, absl::string_view name);
 bool HasAttr(const ValidatedNode& node, absl::string_view name);
 

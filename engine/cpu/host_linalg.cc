@@ -1,8 +1,10 @@
 // matmul and dot. Both operands are converted to the compute type once;
 // products accumulate in it (double for floats, so a float32 matmul is
 // rounded once per output element; wrapping for integers; or/and for bool).
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -128,8 +130,14 @@ absl::Status RunMatmul(const ValidatedNode& node, const HostConstView& a, const 
     GetLoadFn(a.dtype, compute)(a.data, 0, 1, a_size, av.get());
     GetLoadFn(b.dtype, compute)(b.data, 0, 1, b_size, bv.get());
     const StoreFn store = GetStoreFn(ClassOfCompute<C>(), out.dtype);
+    std::atomic<bool> out_of_memory{false};
     ParallelFor(batches * n, k * m, options, [&](int64_t begin, int64_t end) {
-      std::unique_ptr<C[]> acc = std::make_unique<C[]>(m);
+      // No exception may leave a worker thread.
+      std::unique_ptr<C[]> acc(new (std::nothrow) C[m]);
+      if (acc == nullptr) {
+        out_of_memory = true;
+        return;
+      }
       for (int64_t row = begin; row < end; ++row) {
         int64_t bi = row / n;
         const int64_t i = row % n;
@@ -151,6 +159,7 @@ absl::Status RunMatmul(const ValidatedNode& node, const HostConstView& a, const 
         store(acc.get(), m, out.data, row * m, 1);
       }
     });
+    if (out_of_memory) return absl::ResourceExhaustedError("out of host memory in matmul");
     return absl::OkStatus();
   });
 }

@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -69,7 +70,7 @@ absl::Status CheckAttrs(const OpDef& def, const AttrMap& attrs) {
       std::vector<std::string> known;
       for (const AttrDef& a : def.attrs) known.push_back(a.name);
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown attribute '", name, "'",
+          absl::StrCat("unknown attribute '", absl::CHexEscape(name), "'",
                        known.empty() ? " (it takes none)"
                                      : absl::StrCat(" (known: ", absl::StrJoin(known, ", "), ")")));
     }

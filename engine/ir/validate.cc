@@ -301,11 +301,8 @@ class Validator {
     ValidatedNode v{
         .id = node.id, .op = op, .inputs = {}, .input_types = {}, .attrs = node.attrs, .type = {}};
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      absl::StatusOr<ValueRef> ref = ResolveInput(node.inputs[i], position);
-      if (!ref.ok()) {
-        return NodeError(node, ref.status().code(),
-                         absl::StrCat("input ", i, ": ", ref.status().message()));
-      }
+      absl::StatusOr<ValueRef> ref = ResolveInput(node.inputs[i], i, position);
+      if (!ref.ok()) return NodeError(node, ref.status());
       v.inputs.push_back(*ref);
       v.input_types.push_back(out_.TypeOf(*ref));
     }
@@ -330,24 +327,39 @@ class Validator {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<ValueRef> ResolveInput(const Input& input, size_t position) {
+  // Errors name the input: "input 1 refers to unknown node 'z'", "input 0:
+  // <the lookup's error>".
+  absl::StatusOr<ValueRef> ResolveInput(const Input& input, size_t index, size_t position) {
+    if (input.kind == Input::Kind::kNode) return ResolveNodeInput(input.name, index, position);
+    absl::StatusOr<ValueRef> ref = ResolveValueInput(input);
+    if (!ref.ok()) {
+      return absl::Status(ref.status().code(),
+                          absl::StrCat("input ", index, ": ", ref.status().message()));
+    }
+    return ref;
+  }
+
+  absl::StatusOr<ValueRef> ResolveNodeInput(const std::string& id, size_t index,
+                                            size_t position) const {
+    if (auto it = node_index_.find(id); it != node_index_.end()) {
+      return ValueRef{.kind = ValueRef::Kind::kNode, .index = static_cast<int>(it->second)};
+    }
+    const auto later = all_ids_.find(id);
+    if (later != all_ids_.end() && later->second == position) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input ", index, " refers to the node itself"));
+    }
+    if (later != all_ids_.end() && later->second > position) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input ", index, " refers to node '", absl::CHexEscape(id),
+                       "', which comes later (nodes must be in topological order)"));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("input ", index, " refers to unknown node '", absl::CHexEscape(id), "'"));
+  }
+
+  absl::StatusOr<ValueRef> ResolveValueInput(const Input& input) {
     switch (input.kind) {
-      case Input::Kind::kNode: {
-        if (auto it = node_index_.find(input.name); it != node_index_.end()) {
-          return ValueRef{.kind = ValueRef::Kind::kNode, .index = static_cast<int>(it->second)};
-        }
-        const auto later = all_ids_.find(input.name);
-        if (later != all_ids_.end() && later->second == position) {
-          return absl::InvalidArgumentError("refers to the node itself");
-        }
-        if (later != all_ids_.end() && later->second > position) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("refers to node '", absl::CHexEscape(input.name),
-                           "', which comes later (nodes must be in topological order)"));
-        }
-        return absl::InvalidArgumentError(
-            absl::StrCat("refers to unknown node '", absl::CHexEscape(input.name), "'"));
-      }
       case Input::Kind::kArray: {
         if (auto it = array_index_.find(input.name); it != array_index_.end()) {
           return ValueRef{.kind = ValueRef::Kind::kArray, .index = it->second};
@@ -376,8 +388,10 @@ class Validator {
         return AddLiteral(literal,
                           ValueType{.dtype = literal.dtype, .shape = literal.shape, .weak = false});
       }
+      case Input::Kind::kNode:
+        break;
     }
-    return absl::InternalError("unknown input kind");
+    return absl::InternalError("unexpected input kind");
   }
 
   ValueRef AddLiteral(LiteralArray literal, ValueType type) {

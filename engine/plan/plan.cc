@@ -253,7 +253,13 @@ class Planner {
   Plan Finish(absl::Span<const int> outputs) {
     std::vector<Step> live;
     for (size_t s = 0; s < steps_.size(); ++s) {
-      if (alive_[s]) live.push_back(std::move(steps_[s]));
+      if (!alive_[s]) continue;
+      // A step whose value is read by another step, with no other reason
+      // recorded, ended because its consumer could not join it.
+      if (steps_[s].cut == FusionCut::kNone && !consumers_[steps_[s].root].empty()) {
+        steps_[s].cut = FusionCut::kNotFusible;
+      }
+      live.push_back(std::move(steps_[s]));
     }
     // Ordering steps by their root is topological: a step reads only the
     // roots of other steps, and every such root precedes the reader.

@@ -8,6 +8,7 @@ gelu, erf, logsumexp, softmax) the reference is computed in float64.
 """
 
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -26,6 +27,11 @@ SHAPES = [(), (0,), (7,), (3, 5), (2, 1, 1023)]
 RTOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 2e-6, "float64": 1e-13}
 # Transcendentals: implementations differ by a few ulps.
 RTOL_TRANSCENDENTAL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
+
+
+def seed(*parts):
+    """A stable seed (Python's hash() of strings changes per process)."""
+    return zlib.crc32(repr(parts).encode())
 
 
 def make(dtype, shape, rng, kind="any"):
@@ -50,6 +56,8 @@ def make(dtype, shape, rng, kind="any"):
         x = rng.uniform(-0.99, 0.99, size=n)
     elif kind == "exponent":
         x = rng.uniform(-2, 3, size=n)
+    elif kind == "small":
+        x = rng.uniform(-9, 9, size=n)
     else:
         x = rng.standard_normal(size=n) * 10
     return x.astype(dtype).reshape(shape)
@@ -85,7 +93,7 @@ def numpy_or_error(fn, *args):
     with np.errstate(all="ignore"):
         try:
             return fn(*args)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             return e
 
 
@@ -140,7 +148,7 @@ BOOL_ERRORS = {"neg", "sign", "relu", "floor", "ceil", "round"}
 @pytest.mark.parametrize("op", sorted(UNARY))
 def test_unary(session, op, dtype, shape):
     fn, kind = UNARY[op]
-    x = make(dtype, shape, np.random.default_rng(hash((op, dtype)) % 2**32), kind)
+    x = make(dtype, shape, np.random.default_rng(seed(op, dtype)), kind)
     if op in ("floor", "ceil") and dtype in INTS:
         want = x.copy()
     elif op in BOOL_ERRORS and dtype == "bool":
@@ -201,7 +209,7 @@ def binary_reference(op, fn, x, y):
 @pytest.mark.parametrize("op", sorted(BINARY))
 def test_binary(session, op, pair):
     fn, kx, ky = BINARY[op]
-    rng = np.random.default_rng(hash((op,) + pair) % 2**32)
+    rng = np.random.default_rng(seed(op, *pair))
     x = make(pair[0], (4, 33), rng, kx)
     y = make(pair[1], (33,), rng, ky)  # broadcast along the leading axis
     want = binary_reference(op, fn, x, y)
@@ -271,7 +279,11 @@ def test_where_clip_cast(session):
 @pytest.mark.parametrize("src", ALL)
 @pytest.mark.parametrize("dst", ALL)
 def test_cast(session, src, dst):
+    # Out-of-range float -> int conversions are unspecified (as in NumPy), so
+    # the data stays in range of every destination.
     x = make(src, (37,), np.random.default_rng(11), "small")
+    if np.dtype(dst).kind == "u" and x.dtype.kind in "if":
+        x = np.abs(x)
     got = run(session, [x], lambda g, a: g.cast(a, dtype=dst))
     check(got, x.astype(dst))
 
@@ -291,10 +303,15 @@ AXES = [None, (0,), (-1,), (0, 2), (1,), ()]
 @pytest.mark.parametrize("op", sorted(REDUCTIONS))
 def test_reduction(session, op, dtype, axes, keepdims):
     kind = "small" if op == "prod" else "any"
-    x = make(dtype, (3, 4, 5), np.random.default_rng(hash((op, dtype)) % 2**32), kind)
+    x = make(dtype, (3, 4, 5), np.random.default_rng(seed(op, dtype)), kind)
     if op == "prod" and dtype in FLOATS:
         x = (x / 8).astype(dtype)
     want = numpy_or_error(lambda a: REDUCTIONS[op](a, axis=axes, keepdims=keepdims), x)
+    if dtype == "float16" and not isinstance(want, Exception):
+        # NumPy accumulates float16 in float16; gpuflow accumulates wider, so
+        # the reference is the float32 result rounded to float16.
+        want = np.asarray(REDUCTIONS[op](x.astype(np.float32), axis=axes, keepdims=keepdims)).astype(
+            np.asarray(want).dtype)
     attrs = {"keepdims": keepdims}
     if axes is not None:
         attrs["axes"] = list(axes)
@@ -384,8 +401,11 @@ def test_scans(session, op, dtype, axis):
         x = (x / 8).astype(dtype)
     attrs = {} if axis is None else {"axis": axis}
     want = getattr(np, op)(x, axis=axis)
+    # NumPy rounds float16 running products at every step; gpuflow
+    # accumulates wider, so tiny float16 values differ in absolute terms.
     check(run(session, [x], lambda g, a: g.op(op, a, **attrs)), want,
-          rtol={"float16": 1e-2, "float32": 1e-5, "float64": 1e-12}.get(want.dtype.name))
+          rtol={"float16": 1e-2, "float32": 1e-5, "float64": 1e-12}.get(want.dtype.name),
+          atol=1e-3 if dtype == "float16" else 0)
 
 
 # ------------------------------------------------------------------ linear algebra

@@ -5,4 +5,5 @@ gpuflow_test(host_kernels_test
              SRCS engine/cpu/host_kernels_test.cc engine/cpu/host_elementwise_test.cc
                   engine/cpu/host_reduce_test.cc engine/cpu/host_linalg_test.cc
                   engine/cpu/host_shape_test.cc engine/cpu/host_creation_test.cc
+                  engine/cpu/host_graph_test.cc
              DEPS gpuflow::cpu gpuflow::testing LABELS unit)

@@ -58,7 +58,8 @@ TEST(HalfTest, KnownValues) {
   EXPECT_EQ(Half::FromDouble(0x1.000001p-25).bits, 0x0001);
   EXPECT_EQ(Half::FromDouble(0x3p-25).bits, 0x0002);      // tie to even: 2
   EXPECT_EQ(Half::FromDouble(0x1p-14).bits, 0x0400);      // smallest normal
-  EXPECT_EQ(Half::FromDouble(0x1.ff8p-15).bits, 0x0400);  // rounds up into the normals
+  EXPECT_EQ(Half::FromDouble(0x1.ff8p-15).bits, 0x03FF);  // largest subnormal
+  EXPECT_EQ(Half::FromDouble(0x1.ffcp-15).bits, 0x0400);  // tie: up into the normals
   EXPECT_EQ(Half::FromDouble(1e-300).bits, 0x0000);
   EXPECT_EQ(Half::FromDouble(-1e-300).bits, 0x8000);
   EXPECT_EQ(Half::FromDouble(std::numeric_limits<double>::denorm_min()).bits, 0);

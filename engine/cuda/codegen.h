@@ -1,0 +1,60 @@
+// Code generation: CUDA C++ source for the plan steps the CUDA backend runs
+// as generated kernels (fused elementwise groups today).
+//
+//   absl::StatusOr<ElementwiseKernel> k = GenerateElementwise(graph, step, shapes...);
+//   // k->source compiles with NVRTC; launch k->name with k->ArgWords(...).
+//
+// Kernels are specialised on dtypes, on the (collapsed) broadcast pattern and
+// on 32- or 64-bit indexing; contiguous groups use 16-byte vector loads and
+// stores. Pure functions of their inputs; thread-safe.
+#ifndef GPUFLOW_ENGINE_CUDA_CODEGEN_H_
+#define GPUFLOW_ENGINE_CUDA_CODEGEN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/ir/validate.h"
+#include "engine/plan/plan.h"
+
+namespace gpuflow::cuda {
+
+// One value a fused step reads from outside itself.
+struct StepInput {
+  ValueRef ref;
+  ValueType type;
+  // 0-d literals are passed by value in the kernel's arguments.
+  bool by_value = false;
+};
+
+// The launch layout of a generated elementwise kernel. Its one kernel
+// parameter is an array of 64-bit words:
+//   [input pointers (non-by-value inputs, in order)] [output pointer] [n]
+//   [dims (rank)] [strides (pointer inputs x rank)] [by-value scalars]
+struct ElementwiseKernel {
+  std::string name;           // extern "C" name
+  std::string source;         // a whole translation unit (includes the device library)
+  std::string kernel_source;  // the kernel alone (kDeviceLibrary + it = source)
+  std::vector<StepInput> inputs;
+  int rank = 1;                  // after collapsing
+  std::vector<int64_t> dims;     // collapsed output dims
+  std::vector<int64_t> strides;  // per pointer input, per dim (elements; 0 = broadcast)
+  int64_t num_elements = 0;
+  bool vectorized = false;
+  int elements_per_vector = 1;
+  bool index32 = true;
+  int num_words = 0;
+};
+
+// `step` must be an elementwise step of `graph`; `name` is the extern "C"
+// kernel name.
+absl::StatusOr<ElementwiseKernel> GenerateElementwise(const ValidatedGraph& graph, const Step& step,
+                                                      const std::string& name = "gf_elementwise");
+
+// The storage type name used in generated code ("float", "f16", "u8" for bool).
+const char* StorageTypeName(DType dtype);
+
+}  // namespace gpuflow::cuda
+
+#endif  // GPUFLOW_ENGINE_CUDA_CODEGEN_H_

@@ -1,0 +1,558 @@
+#include "engine/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "engine/cpu/host_kernels.h"
+#include "engine/cuda/codegen.h"
+#include "engine/cuda/cuda_status.h"
+#include "engine/cuda/nvrtc_compiler.h"
+
+namespace gpuflow::cuda {
+
+namespace {
+
+// A CUDA stream plus the cuBLAS handle bound to it. Buffers allocated on the
+// stream keep it alive, since they are freed in its order.
+struct StreamHandle {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  absl::Mutex blas_mu;
+
+  ~StreamHandle() {
+    cudaSetDevice(device);
+    if (blas != nullptr) cublasDestroy(blas);
+    if (stream != nullptr) {
+      if (cudaError_t e = cudaStreamDestroy(stream); e != cudaSuccess) {
+        std::fprintf(stderr, "gpuflow: cudaStreamDestroy: %s\n", cudaGetErrorString(e));
+      }
+    }
+  }
+};
+
+class CudaStream final : public Stream {
+ public:
+  explicit CudaStream(std::shared_ptr<StreamHandle> handle) : handle_(std::move(handle)) {}
+  const std::shared_ptr<StreamHandle>& handle() const { return handle_; }
+  cudaStream_t get() const { return handle_->stream; }
+
+ private:
+  std::shared_ptr<StreamHandle> handle_;
+};
+
+class CudaBuffer final : public DeviceBuffer {
+ public:
+  CudaBuffer(void* ptr, int64_t size, std::shared_ptr<StreamHandle> owner)
+      : ptr_(ptr), size_(size), owner_(std::move(owner)) {}
+  ~CudaBuffer() override {
+    if (ptr_ == nullptr) return;
+    cudaSetDevice(owner_->device);
+    // Stream-ordered: work already queued on the owner stream still sees it.
+    if (cudaError_t e = cudaFreeAsync(ptr_, owner_->stream); e != cudaSuccess) {
+      std::fprintf(stderr, "gpuflow: cudaFreeAsync: %s\n", cudaGetErrorString(e));
+    }
+  }
+  int64_t size() const override { return size_; }
+  void* data() const { return ptr_; }
+
+ private:
+  void* ptr_;
+  int64_t size_;
+  std::shared_ptr<StreamHandle> owner_;
+};
+
+struct LoadedKernel {
+  cudaLibrary_t library = nullptr;
+  cudaKernel_t kernel = nullptr;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const CudaBackendOptions& options, cudaDeviceProp props, cudaMemPool_t pool)
+      : options_(options), props_(props), pool_(pool) {}
+
+  ~CudaBackend() override {
+    cudaSetDevice(options_.device);
+    absl::MutexLock lock(&kernels_mu_);
+    for (auto& [source, k] : kernels_) cudaLibraryUnload(k.library);
+  }
+
+  absl::string_view name() const override { return "cuda"; }
+  std::string device_description() const override {
+    return absl::StrCat(props_.name, " (sm_", props_.major, props_.minor, ", ",
+                        props_.multiProcessorCount, " SMs, ",
+                        static_cast<double>(props_.totalGlobalMem) / (1 << 30), " GiB)");
+  }
+  bool healthy() const override { return healthy_.load(); }
+
+  absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override {
+    GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
+    auto handle = std::make_shared<StreamHandle>();
+    handle->device = options_.device;
+    if (absl::Status s = Check(cudaStreamCreateWithFlags(&handle->stream, cudaStreamNonBlocking),
+                               "cudaStreamCreateWithFlags");
+        !s.ok()) {
+      return s;
+    }
+    return std::unique_ptr<Stream>(std::make_unique<CudaStream>(std::move(handle)));
+  }
+
+  absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(int64_t bytes, Stream& stream) override {
+    return AllocateOn(bytes, static_cast<CudaStream&>(stream));
+  }
+
+  absl::Status CopyToDevice(const void* src, DeviceBuffer& dst, int64_t offset, int64_t n,
+                            Stream& stream) override {
+    if (absl::Status s = CheckCopyRange(dst.size(), offset, n); !s.ok()) return s;
+    if (n == 0) return absl::OkStatus();
+    GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
+    return Check(
+        cudaMemcpyAsync(static_cast<char*>(static_cast<CudaBuffer&>(dst).data()) + offset, src, n,
+                        cudaMemcpyHostToDevice, static_cast<CudaStream&>(stream).get()),
+        "cudaMemcpyAsync(HostToDevice)");
+  }
+
+  absl::Status CopyToHost(const DeviceBuffer& src, int64_t offset, int64_t n, void* dst,
+                          Stream& stream) override {
+    if (absl::Status s = CheckCopyRange(src.size(), offset, n); !s.ok()) return s;
+    if (n == 0) return absl::OkStatus();
+    GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
+    return Check(
+        cudaMemcpyAsync(
+            dst, static_cast<const char*>(static_cast<const CudaBuffer&>(src).data()) + offset, n,
+            cudaMemcpyDeviceToHost, static_cast<CudaStream&>(stream).get()),
+        "cudaMemcpyAsync(DeviceToHost)");
+  }
+
+  absl::Status Synchronize(Stream& stream) override {
+    GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
+    return Check(cudaStreamSynchronize(static_cast<CudaStream&>(stream).get()),
+                 "cudaStreamSynchronize");
+  }
+
+  absl::StatusOr<RunResult> Run(const ValidatedGraph& graph, const Plan& plan,
+                                absl::Span<const Array> arrays, Stream& stream,
+                                const RunOptions& options) override;
+
+ private:
+  // Converts an error, marking the backend unhealthy when it is sticky.
+  absl::Status Check(cudaError_t error, const char* call) {
+    if (error == cudaSuccess) return absl::OkStatus();
+    if (IsStickyCudaError(error)) healthy_.store(false);
+    return CudaStatus(error, call, __FILE__, __LINE__);
+  }
+
+  absl::StatusOr<std::unique_ptr<CudaBuffer>> AllocateOn(int64_t bytes, CudaStream& stream) {
+    if (bytes < 0) return absl::InvalidArgumentError("negative allocation size");
+    GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
+    void* ptr = nullptr;
+    if (bytes > 0) {
+      const cudaError_t e =
+          cudaMallocFromPoolAsync(&ptr, static_cast<size_t>(bytes), pool_, stream.get());
+      if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();  // not sticky: clear it
+        size_t free_bytes = 0;
+        size_t total_bytes = 0;
+        cudaMemGetInfo(&free_bytes, &total_bytes);
+        return absl::ResourceExhaustedError(absl::StrCat("out of device memory allocating ", bytes,
+                                                         " bytes (", free_bytes, " of ",
+                                                         total_bytes, " bytes free)"));
+      }
+      if (absl::Status s = Check(e, "cudaMallocFromPoolAsync"); !s.ok()) return s;
+    }
+    return std::make_unique<CudaBuffer>(ptr, bytes, stream.handle());
+  }
+
+  // Compiles (or finds) the kernel for `source`.
+  absl::StatusOr<cudaKernel_t> GetKernel(const std::string& source, const std::string& name,
+                                         RunResult& result) {
+    {
+      absl::MutexLock lock(&kernels_mu_);
+      if (auto it = kernels_.find(source); it != kernels_.end()) {
+        ++result.kernel_cache_hits;
+        return it->second.kernel;
+      }
+    }
+    CompileOptions compile;
+    compile.arch = props_.major * 10 + props_.minor;
+    compile.cuda_include_dir = options_.cuda_include_dir;
+    absl::StatusOr<CompiledModule> module = CompileToCubin(source, name + ".cu", compile);
+    if (!module.ok()) return module.status();
+    result.compile_seconds += module->compile_seconds;
+    ++result.kernels_compiled;
+    LoadedKernel loaded;
+    if (absl::Status s = Check(cudaLibraryLoadData(&loaded.library, module->cubin.data(), nullptr,
+                                                   nullptr, 0, nullptr, nullptr, 0),
+                               "cudaLibraryLoadData");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = Check(cudaLibraryGetKernel(&loaded.kernel, loaded.library, name.c_str()),
+                               "cudaLibraryGetKernel");
+        !s.ok()) {
+      cudaLibraryUnload(loaded.library);
+      return s;
+    }
+    absl::MutexLock lock(&kernels_mu_);
+    auto [it, inserted] = kernels_.emplace(source, loaded);
+    if (!inserted) cudaLibraryUnload(loaded.library);  // another thread won the race
+    return it->second.kernel;
+  }
+
+  // Launches a fused elementwise step.
+  absl::Status RunElementwise(const ValidatedGraph& graph, const Step& step,
+                              const std::vector<const void*>& pointers, CudaStream& stream,
+                              void* out, RunResult& result);
+  // Runs a matmul on cuBLAS when the dtypes and batching allow it; returns
+  // false (and does nothing) when they do not.
+  absl::StatusOr<bool> TryMatmul(const ValidatedNode& node, const void* a, const void* b, void* out,
+                                 CudaStream& stream, bool allow_tf32);
+
+  const CudaBackendOptions options_;
+  const cudaDeviceProp props_;
+  cudaMemPool_t pool_;
+  std::atomic<bool> healthy_{true};
+  absl::Mutex kernels_mu_;
+  absl::flat_hash_map<std::string, LoadedKernel> kernels_ ABSL_GUARDED_BY(kernels_mu_);
+};
+
+absl::Status CudaBackend::RunElementwise(const ValidatedGraph& graph, const Step& step,
+                                         const std::vector<const void*>& pointers,
+                                         CudaStream& stream, void* out, RunResult& result) {
+  absl::StatusOr<ElementwiseKernel> k = GenerateElementwise(graph, step);
+  if (!k.ok()) return k.status();
+  if (k->num_elements == 0) return absl::OkStatus();
+  absl::StatusOr<cudaKernel_t> kernel = GetKernel(k->source, k->name, result);
+  if (!kernel.ok()) return kernel.status();
+  std::vector<uint64_t> words;
+  words.reserve(k->num_words);
+  std::vector<uint64_t> scalars;
+  for (size_t i = 0; i < k->inputs.size(); ++i) {
+    const StepInput& in = k->inputs[i];
+    if (in.by_value) {
+      uint64_t w = 0;
+      const std::string& bytes = graph.literals[in.ref.index].bytes;
+      std::memcpy(&w, bytes.data(), std::min<size_t>(bytes.size(), sizeof(w)));
+      scalars.push_back(w);
+    } else {
+      words.push_back(reinterpret_cast<uint64_t>(pointers[i]));
+    }
+  }
+  words.push_back(reinterpret_cast<uint64_t>(out));
+  words.push_back(static_cast<uint64_t>(k->num_elements));
+  for (int64_t d : k->dims) words.push_back(static_cast<uint64_t>(d));
+  for (int64_t s : k->strides) words.push_back(static_cast<uint64_t>(s));
+  words.insert(words.end(), scalars.begin(), scalars.end());
+  if (static_cast<int>(words.size()) != k->num_words) {
+    return absl::InternalError("elementwise kernel argument layout mismatch");
+  }
+  const int64_t work = k->vectorized ? k->num_elements / k->elements_per_vector : k->num_elements;
+  constexpr int kBlock = 256;
+  const int64_t max_blocks = static_cast<int64_t>(props_.multiProcessorCount) * 32;
+  const int blocks =
+      static_cast<int>(std::clamp<int64_t>((work + kBlock - 1) / kBlock, 1, max_blocks));
+  void* args[] = {words.data()};
+  return Check(cudaLaunchKernel(reinterpret_cast<const void*>(*kernel), dim3(blocks), dim3(kBlock),
+                                args, 0, stream.get()),
+               "cudaLaunchKernel");
+}
+
+absl::StatusOr<bool> CudaBackend::TryMatmul(const ValidatedNode& node, const void* a, const void* b,
+                                            void* out, CudaStream& stream, bool allow_tf32) {
+  const ValueType& ta = node.input_types[0];
+  const ValueType& tb = node.input_types[1];
+  const DType dtype = node.type.output.dtype;
+  if (ta.dtype != dtype || tb.dtype != dtype) return false;
+  cudaDataType_t data_type;
+  cublasComputeType_t compute;
+  switch (dtype) {
+    case DType::kFloat32:
+      data_type = CUDA_R_32F;
+      compute = allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+      break;
+    case DType::kFloat64:
+      data_type = CUDA_R_64F;
+      compute = CUBLAS_COMPUTE_64F;
+      break;
+    case DType::kFloat16:
+      data_type = CUDA_R_16F;
+      compute = CUBLAS_COMPUTE_32F;
+      break;
+    case DType::kBFloat16:
+      data_type = CUDA_R_16BF;
+      compute = CUBLAS_COMPUTE_32F;
+      break;
+    default:
+      return false;
+  }
+  // NumPy matmul: 1-D operands become (1, k) and (k, 1).
+  const Shape& sa = ta.shape;
+  const Shape& sb = tb.shape;
+  if (sa.rank() < 1 || sb.rank() < 1) return false;
+  const int64_t m = sa.rank() == 1 ? 1 : sa.dim(sa.rank() - 2);
+  const int64_t k = sa.dim(sa.rank() - 1);
+  const int64_t n = sb.rank() == 1 ? 1 : sb.dim(sb.rank() - 1);
+  auto batch_of = [](const Shape& s) {
+    int64_t batch = 1;
+    for (int d = 0; d + 2 < s.rank(); ++d) batch *= s.dim(d);
+    return batch;
+  };
+  const int64_t batch_a = batch_of(sa);
+  const int64_t batch_b = batch_of(sb);
+  const int64_t batch = std::max(batch_a, batch_b);
+  // Strided batching covers equal batches and one side without a batch;
+  // other broadcasts run on the host.
+  if (batch_a != batch && batch_a != 1) return false;
+  if (batch_b != batch && batch_b != 1) return false;
+  if (batch_a != batch_b && sa.rank() > 2 && sb.rank() > 2) {
+    for (int d = 0; d + 2 < std::min(sa.rank(), sb.rank()); ++d) {
+      if (sa.dim(d) != sb.dim(d)) return false;
+    }
+  }
+  if (m == 0 || n == 0) return true;
+  const int64_t limit = int64_t{1} << 31;
+  if (m >= limit || n >= limit || k >= limit || batch >= limit) return false;
+  auto* s = &stream;
+  absl::MutexLock lock(&s->handle()->blas_mu);
+  if (s->handle()->blas == nullptr) {
+    GPUFLOW_CUBLAS_RETURN_IF_ERROR(cublasCreate(&s->handle()->blas));
+  }
+  cublasHandle_t blas = s->handle()->blas;
+  GPUFLOW_CUBLAS_RETURN_IF_ERROR(cublasSetStream(blas, stream.get()));
+  const float alpha32 = 1.0f;
+  const float beta32 = 0.0f;
+  const double alpha64 = 1.0;
+  const double beta64 = 0.0;
+  const void* alpha = dtype == DType::kFloat64 ? static_cast<const void*>(&alpha64) : &alpha32;
+  const void* beta = dtype == DType::kFloat64 ? static_cast<const void*>(&beta64) : &beta32;
+  if (k == 0) {
+    GPUFLOW_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(out, 0, batch * m * n * ItemSize(dtype), stream.get()));
+    return true;
+  }
+  // Row-major C = A B is column-major C^T = B^T A^T.
+  GPUFLOW_CUBLAS_RETURN_IF_ERROR(cublasGemmStridedBatchedEx(
+      blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+      alpha, b, data_type, static_cast<int>(n), batch_b == 1 ? 0 : k * n, a, data_type,
+      static_cast<int>(k), batch_a == 1 ? 0 : m * k, beta, out, data_type, static_cast<int>(n),
+      m * n, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT));
+  return true;
+}
+
+absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Plan& plan,
+                                           absl::Span<const Array> arrays, Stream& base_stream,
+                                           const RunOptions& options) {
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
+  auto& stream = static_cast<CudaStream&>(base_stream);
+  RunResult result;
+  const int num_steps = static_cast<int>(plan.steps.size());
+  std::vector<std::shared_ptr<CudaBuffer>> values(graph.nodes.size());
+  std::vector<std::unique_ptr<CudaBuffer>> literal_buffers(graph.literals.size());
+
+  cudaEvent_t start_event = nullptr;
+  cudaEvent_t end_event = nullptr;
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start_event));
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&end_event));
+  struct EventGuard {
+    cudaEvent_t a, b;
+    ~EventGuard() {
+      cudaEventDestroy(a);
+      cudaEventDestroy(b);
+    }
+  } guard{start_event, end_event};
+
+  // The device address of a value (a literal is uploaded on first use).
+  auto device_ptr = [&](const ValueRef& ref) -> absl::StatusOr<const void*> {
+    switch (ref.kind) {
+      case ValueRef::Kind::kArray:
+        return static_cast<const CudaBuffer&>(*arrays[ref.index].buffer).data();
+      case ValueRef::Kind::kNode:
+        return values[ref.index]->data();
+      case ValueRef::Kind::kLiteral: {
+        auto& buf = literal_buffers[ref.index];
+        if (buf == nullptr) {
+          const std::string& bytes = graph.literals[ref.index].bytes;
+          absl::StatusOr<std::unique_ptr<CudaBuffer>> b =
+              AllocateOn(static_cast<int64_t>(bytes.size()), stream);
+          if (!b.ok()) return b.status();
+          buf = *std::move(b);
+          if (!bytes.empty()) {
+            GPUFLOW_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buf->data(), bytes.data(), bytes.size(),
+                                                         cudaMemcpyHostToDevice, stream.get()));
+          }
+        }
+        return buf->data();
+      }
+    }
+    return absl::InternalError("bad value reference");
+  };
+
+  std::vector<std::vector<int>> free_after(num_steps);
+  for (int node = 0; node < static_cast<int>(graph.nodes.size()); ++node) {
+    const int last =
+        plan.last_use_step[node] >= 0 ? plan.last_use_step[node] : plan.node_step[node];
+    if (last >= 0 && last < num_steps) free_after[last].push_back(node);
+  }
+
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventRecord(start_event, stream.get()));
+  for (int s = 0; s < num_steps; ++s) {
+    const Step& step = plan.steps[s];
+    const absl::Time step_start = absl::Now();
+    cudaEvent_t step_begin = nullptr;
+    cudaEvent_t step_end = nullptr;
+    if (options.profile) {
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_begin));
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_end));
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_begin, stream.get()));
+    }
+    const ValidatedNode& root = graph.nodes[step.root];
+    absl::StatusOr<int64_t> root_bytes = ByteSize(root.type.output.shape, root.type.output.dtype);
+    if (!root_bytes.ok()) return root_bytes.status();
+    absl::StatusOr<std::unique_ptr<CudaBuffer>> root_buffer = AllocateOn(*root_bytes, stream);
+    if (!root_buffer.ok()) return root_buffer.status();
+    values[step.root] = *std::move(root_buffer);
+    bool on_device = false;
+    if (step.kind == StepKind::kElementwise) {
+      absl::StatusOr<ElementwiseKernel> layout = GenerateElementwise(graph, step);
+      if (!layout.ok()) return layout.status();
+      std::vector<const void*> pointers(layout->inputs.size(), nullptr);
+      for (size_t i = 0; i < layout->inputs.size(); ++i) {
+        if (layout->inputs[i].by_value) continue;
+        absl::StatusOr<const void*> p = device_ptr(layout->inputs[i].ref);
+        if (!p.ok()) return p.status();
+        pointers[i] = *p;
+      }
+      if (absl::Status st =
+              RunElementwise(graph, step, pointers, stream, values[step.root]->data(), result);
+          !st.ok()) {
+        return absl::Status(st.code(),
+                            absl::StrCat("step ", s, " (", step.description, "): ", st.message()));
+      }
+      on_device = true;
+    } else if (step.kind == StepKind::kMatmul && root.op->name == "matmul") {
+      absl::StatusOr<const void*> a = device_ptr(root.inputs[0]);
+      if (!a.ok()) return a.status();
+      absl::StatusOr<const void*> b = device_ptr(root.inputs[1]);
+      if (!b.ok()) return b.status();
+      absl::StatusOr<bool> ran =
+          TryMatmul(root, *a, *b, values[step.root]->data(), stream, options.allow_tf32);
+      if (!ran.ok()) return ran.status();
+      on_device = *ran;
+    }
+    if (!on_device) {
+      // Host path: stage the step's inputs through host memory and run the
+      // reference kernels.
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream.get()));
+      absl::flat_hash_map<int, std::vector<std::byte>> host_nodes;
+      std::vector<std::vector<std::byte>> staged;
+      std::vector<HostConstView> inputs;
+      for (int n : step.nodes) {
+        const ValidatedNode& node = graph.nodes[n];
+        inputs.clear();
+        for (size_t i = 0; i < node.inputs.size(); ++i) {
+          const ValueRef& ref = node.inputs[i];
+          const ValueType& type = node.input_types[i];
+          HostConstView view{type.dtype, type.shape, nullptr};
+          if (ref.kind == ValueRef::Kind::kLiteral) {
+            view.data = reinterpret_cast<const std::byte*>(graph.literals[ref.index].bytes.data());
+          } else if (ref.kind == ValueRef::Kind::kNode && host_nodes.contains(ref.index)) {
+            view.data = host_nodes[ref.index].data();
+          } else {
+            absl::StatusOr<const void*> p = device_ptr(ref);
+            if (!p.ok()) return p.status();
+            const int64_t bytes = type.shape.num_elements() * ItemSize(type.dtype);
+            staged.emplace_back(bytes);
+            if (bytes > 0) {
+              GPUFLOW_CUDA_RETURN_IF_ERROR(
+                  cudaMemcpy(staged.back().data(), *p, bytes, cudaMemcpyDeviceToHost));
+            }
+            view.data = staged.back().data();
+          }
+          inputs.push_back(view);
+        }
+        const ValueType& out_type = node.type.output;
+        std::vector<std::byte>& out = host_nodes[n];
+        out.resize(out_type.shape.num_elements() * ItemSize(out_type.dtype));
+        const HostView out_view{out_type.dtype, out_type.shape, out.data()};
+        if (absl::Status st = RunNodeOnHost(node, inputs, out_view, {}); !st.ok()) {
+          return absl::Status(st.code(), absl::StrCat("node '", node.id, "' (", node.op->name,
+                                                      "): ", st.message()));
+        }
+      }
+      const std::vector<std::byte>& root_host = host_nodes[step.root];
+      if (!root_host.empty()) {
+        GPUFLOW_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(values[step.root]->data(), root_host.data(),
+                                                     root_host.size(), cudaMemcpyHostToDevice,
+                                                     stream.get()));
+        GPUFLOW_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream.get()));
+      }
+    }
+    if (options.profile) {
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_end, stream.get()));
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(step_end));
+      float ms = 0;
+      cudaEventElapsedTime(&ms, step_begin, step_end);
+      cudaEventDestroy(step_begin);
+      cudaEventDestroy(step_end);
+      StepTiming timing;
+      timing.index = s;
+      timing.kind = step.kind;
+      timing.description = on_device ? step.description : absl::StrCat("host: ", step.description);
+      timing.host_seconds = absl::ToDoubleSeconds(absl::Now() - step_start);
+      timing.gpu_seconds = ms / 1e3;
+      result.steps.push_back(std::move(timing));
+    }
+    for (int n : free_after[s]) values[n].reset();
+  }
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventRecord(end_event, stream.get()));
+  if (absl::Status st = Check(cudaEventSynchronize(end_event), "cudaEventSynchronize"); !st.ok()) {
+    return st;
+  }
+  float ms = 0;
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start_event, end_event));
+  result.gpu_seconds = ms / 1e3;
+  for (int o : plan.output_nodes) {
+    const ValueType& type = graph.nodes[o].type.output;
+    result.outputs.push_back(Array{type.dtype, type.shape, values[o]});
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const CudaBackendOptions& options) {
+  int count = 0;
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&count));
+  if (options.device < 0 || options.device >= count) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--device=", options.device, " but ", count, " CUDA device(s) are visible"));
+  }
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
+  cudaDeviceProp props{};
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&props, options.device));
+  cudaMemPoolProps pool_props{};
+  pool_props.allocType = cudaMemAllocationTypePinned;
+  pool_props.location.type = cudaMemLocationTypeDevice;
+  pool_props.location.id = options.device;
+  cudaMemPool_t pool = nullptr;
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaMemPoolCreate(&pool, &pool_props));
+  uint64_t threshold = static_cast<uint64_t>(options.pool_release_threshold);
+  GPUFLOW_CUDA_RETURN_IF_ERROR(
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(options, props, pool));
+}
+
+}  // namespace gpuflow::cuda

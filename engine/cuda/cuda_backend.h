@@ -1,0 +1,36 @@
+// The CUDA backend: one device, a stream-ordered memory pool, one
+// non-blocking stream per session, NVRTC-compiled fused kernels with an
+// in-memory kernel cache, cuBLAS for matmul, and CUDA events for GPU time.
+//
+//   absl::StatusOr<std::unique_ptr<Backend>> cuda = CreateCudaBackend({.device = 0});
+//   if (!cuda.ok()) ... // FAILED_PRECONDITION: no driver or no device
+//
+// Steps without a generated kernel yet run on the host through the CPU
+// reference kernels (staged through host memory), so every plan runs;
+// RunResult's per-step kind shows which ran where ("host:" prefix).
+// Thread-safe. A sticky device error marks the backend unhealthy for good.
+#ifndef GPUFLOW_ENGINE_CUDA_CUDA_BACKEND_H_
+#define GPUFLOW_ENGINE_CUDA_CUDA_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/backend.h"
+
+namespace gpuflow::cuda {
+
+struct CudaBackendOptions {
+  int device = 0;
+  // Bytes the pool keeps reserved after frees (cudaMemPoolAttrReleaseThreshold).
+  int64_t pool_release_threshold = int64_t{1} << 34;
+  // Headers for NVRTC (cuda_fp16.h, cub/).
+  std::string cuda_include_dir = "/usr/local/cuda/include";
+};
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const CudaBackendOptions& options);
+
+}  // namespace gpuflow::cuda
+
+#endif  // GPUFLOW_ENGINE_CUDA_CUDA_BACKEND_H_

@@ -1,0 +1,266 @@
+#include "engine/cuda/device_library.h"
+
+namespace gpuflow::cuda {
+
+// The semantics mirror engine/cpu (the reference): compute classes bool,
+// long long, unsigned long long, float (for float16, bfloat16 and float32)
+// and double; integer arithmetic wraps; float -> int truncates and
+// saturates, NaN -> 0; anything -> bool is != 0; narrow floats round once.
+const char kDeviceLibrary[] = R"CUDA(
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+typedef signed char i8;
+typedef short i16;
+typedef int i32;
+typedef long long i64;
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef __half f16;
+typedef __nv_bfloat16 bf16;
+
+namespace gf {
+
+template <class A, class B> struct same { static constexpr bool v = false; };
+template <class A> struct same<A, A> { static constexpr bool v = true; };
+template <class T> struct is_narrow { static constexpr bool v = same<T, f16>::v || same<T, bf16>::v; };
+template <class T> struct is_fp {
+  static constexpr bool v = same<T, float>::v || same<T, double>::v || is_narrow<T>::v;
+};
+template <class T> struct is_signed_int {
+  static constexpr bool v = same<T, i8>::v || same<T, i16>::v || same<T, i32>::v || same<T, i64>::v;
+};
+template <class T> struct is_unsigned_int {
+  static constexpr bool v = same<T, u8>::v || same<T, u16>::v || same<T, u32>::v || same<T, u64>::v;
+};
+template <class T> struct limits;
+template <> struct limits<i8> { static constexpr double lo = -128.0, hi_ex = 128.0; };
+template <> struct limits<i16> { static constexpr double lo = -32768.0, hi_ex = 32768.0; };
+template <> struct limits<i32> { static constexpr double lo = -2147483648.0, hi_ex = 2147483648.0; };
+template <> struct limits<i64> {
+  static constexpr double lo = -9223372036854775808.0, hi_ex = 9223372036854775808.0;
+};
+template <> struct limits<u8> { static constexpr double lo = 0.0, hi_ex = 256.0; };
+template <> struct limits<u16> { static constexpr double lo = 0.0, hi_ex = 65536.0; };
+template <> struct limits<u32> { static constexpr double lo = 0.0, hi_ex = 4294967296.0; };
+template <> struct limits<u64> { static constexpr double lo = 0.0, hi_ex = 18446744073709551616.0; };
+template <class T> __device__ __forceinline__ T int_max() { return (T)(~(T)0 > 0 ? ~(T)0 : (T)(((u64)1 << (sizeof(T) * 8 - 1)) - 1)); }
+template <class T> __device__ __forceinline__ T int_min() { return (T)(~(T)0 > 0 ? (T)0 : (T)((u64)1 << (sizeof(T) * 8 - 1))); }
+
+// Narrow floats to float/double (exact).
+__device__ __forceinline__ float widen(f16 v) { return __half2float(v); }
+__device__ __forceinline__ float widen(bf16 v) { return __bfloat162float(v); }
+
+template <class To> __device__ __forceinline__ To sat(double v) {
+  if (v != v) return (To)0;
+  double t = trunc(v);
+  if (t <= limits<To>::lo) return int_min<To>();
+  if (t >= limits<To>::hi_ex) return int_max<To>();
+  return (To)t;
+}
+template <class To> __device__ __forceinline__ To sat(float v) {
+  if (v != v) return (To)0;
+  return sat<To>((double)v);
+}
+
+// cv<To>(v): gpuflow's conversion semantics between any two types.
+template <class To, class From> __device__ __forceinline__ To cv(From v) {
+  if constexpr (is_narrow<From>::v) {
+    return cv<To>(widen(v));
+  } else if constexpr (same<To, From>::v) {
+    return v;
+  } else if constexpr (same<To, bool>::v) {
+    return v != (From)0;
+  } else if constexpr (same<To, f16>::v) {
+    if constexpr (same<From, float>::v) return __float2half_rn(v);
+    else if constexpr (same<From, double>::v) return __double2half(v);
+    else if constexpr (same<From, bool>::v) return __float2half_rn(v ? 1.f : 0.f);
+    else if constexpr (is_signed_int<From>::v) return __ll2half_rn((i64)v);
+    else return __ull2half_rn((u64)v);
+  } else if constexpr (same<To, bf16>::v) {
+    if constexpr (same<From, float>::v) return __float2bfloat16_rn(v);
+    else if constexpr (same<From, double>::v) return __double2bfloat16(v);
+    else if constexpr (same<From, bool>::v) return __float2bfloat16_rn(v ? 1.f : 0.f);
+    else if constexpr (is_signed_int<From>::v) return __ll2bfloat16_rn((i64)v);
+    else return __ull2bfloat16_rn((u64)v);
+  } else if constexpr ((is_signed_int<To>::v || is_unsigned_int<To>::v) && is_fp<From>::v) {
+    return sat<To>(v);
+  } else {
+    return (To)v;
+  }
+}
+
+// in<C, K>(x): load-side conversion: to the op's compute dtype K (rounding or
+// wrapping as the reference does), then to the compute class C.
+template <class C, class K, class X> __device__ __forceinline__ C in(X x) {
+  if constexpr (same<K, X>::v) return cv<C>(x);
+  else return cv<C>(cv<K>(x));
+}
+
+__device__ __forceinline__ i64 wadd(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
+__device__ __forceinline__ i64 wsub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
+__device__ __forceinline__ i64 wmul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
+__device__ __forceinline__ i64 wneg(i64 a) { return (i64)(0ull - (u64)a); }
+
+// ---- unary ----
+template <class C> __device__ __forceinline__ C op_neg(C a) {
+  if constexpr (same<C, i64>::v) return wneg(a); else if constexpr (same<C, u64>::v) return 0ull - a; else return -a;
+}
+template <class C> __device__ __forceinline__ C op_abs(C a) {
+  if constexpr (same<C, i64>::v) return a < 0 ? wneg(a) : a;
+  else if constexpr (same<C, float>::v || same<C, double>::v) return fabs(a);
+  else return a;
+}
+template <class C> __device__ __forceinline__ C op_sign(C a) {
+  if constexpr (is_fp<C>::v) return a > 0 ? (C)1 : (a < 0 ? (C)-1 : (a == 0 ? (C)0 : a));
+  else if constexpr (same<C, u64>::v) return a > 0 ? 1 : 0;
+  else return a > 0 ? 1 : (a < 0 ? -1 : 0);
+}
+template <class C> __device__ __forceinline__ C op_square(C a) {
+  if constexpr (same<C, i64>::v) return wmul(a, a); else if constexpr (same<C, bool>::v) return a; else return a * a;
+}
+template <class C> __device__ __forceinline__ C op_sqrt(C a) { return sqrt(a); }
+template <class C> __device__ __forceinline__ C op_rsqrt(C a) { return (C)1 / sqrt(a); }
+template <class C> __device__ __forceinline__ C op_exp(C a) { return exp(a); }
+template <class C> __device__ __forceinline__ C op_log(C a) { return log(a); }
+template <class C> __device__ __forceinline__ C op_log1p(C a) { return log1p(a); }
+template <class C> __device__ __forceinline__ C op_expm1(C a) { return expm1(a); }
+template <class C> __device__ __forceinline__ C op_sin(C a) { return sin(a); }
+template <class C> __device__ __forceinline__ C op_cos(C a) { return cos(a); }
+template <class C> __device__ __forceinline__ C op_tanh(C a) { return tanh(a); }
+template <class C> __device__ __forceinline__ C op_erf(C a) { return erf(a); }
+template <class C> __device__ __forceinline__ C op_sigmoid(C a) {
+  if (a >= 0) return (C)1 / ((C)1 + exp(-a));
+  C e = exp(a);
+  return e / ((C)1 + e);
+}
+template <class C> __device__ __forceinline__ C op_gelu(C a) {
+  return (C)0.5 * a * ((C)1 + erf(a * (C)0.70710678118654752440));
+}
+template <class C> __device__ __forceinline__ C op_floor(C a) { if constexpr (is_fp<C>::v) return floor(a); else return a; }
+template <class C> __device__ __forceinline__ C op_ceil(C a) { if constexpr (is_fp<C>::v) return ceil(a); else return a; }
+template <class C> __device__ __forceinline__ C op_round(C a) { if constexpr (is_fp<C>::v) return rint(a); else return a; }
+template <class C> __device__ __forceinline__ C op_relu(C a) {
+  if constexpr (is_fp<C>::v) return a != a ? a : (a > 0 ? a : (C)0); else return a > (C)0 ? a : (C)0;
+}
+template <class C> __device__ __forceinline__ C op_reciprocal(C a) {
+  if constexpr (is_fp<C>::v) return (C)1 / a;
+  else if constexpr (same<C, i64>::v) return (a == 1 || a == -1) ? a : 0;
+  else if constexpr (same<C, u64>::v) return a == 1 ? 1 : 0;
+  else return a;
+}
+template <class C> __device__ __forceinline__ bool op_isnan(C a) { if constexpr (is_fp<C>::v) return a != a; else return false; }
+template <class C> __device__ __forceinline__ bool op_isinf(C a) { if constexpr (is_fp<C>::v) return isinf(a); else return false; }
+template <class C> __device__ __forceinline__ bool op_logical_not(C a) { return !(a != (C)0); }
+template <class C> __device__ __forceinline__ C op_bitwise_not(C a) { if constexpr (same<C, bool>::v) return !a; else return ~a; }
+template <class C> __device__ __forceinline__ C op_cast(C a) { return a; }
+
+// ---- binary ----
+template <class C> __device__ __forceinline__ C op_add(C a, C b) {
+  if constexpr (same<C, bool>::v) return a || b; else if constexpr (same<C, i64>::v) return wadd(a, b); else return a + b;
+}
+template <class C> __device__ __forceinline__ C op_sub(C a, C b) {
+  if constexpr (same<C, i64>::v) return wsub(a, b); else return a - b;
+}
+template <class C> __device__ __forceinline__ C op_mul(C a, C b) {
+  if constexpr (same<C, bool>::v) return a && b; else if constexpr (same<C, i64>::v) return wmul(a, b); else return a * b;
+}
+template <class C> __device__ __forceinline__ C op_div(C a, C b) { return a / b; }
+template <class C> __device__ __forceinline__ C fp_floordiv(C a, C b) {
+  if (b == 0) return a / b;
+  C mod = fmod(a, b);
+  C div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= (C)1;
+  if (div == 0) return copysign((C)0, a / b);
+  C fd = floor(div);
+  if (div - fd > (C)0.5) fd += (C)1;
+  return fd;
+}
+template <class C> __device__ __forceinline__ C op_floordiv(C a, C b) {
+  if constexpr (is_fp<C>::v) return fp_floordiv(a, b);
+  else if constexpr (same<C, u64>::v) return b == 0 ? 0 : a / b;
+  else {
+    if (b == 0) return 0;
+    if (b == -1) return wneg(a);
+    i64 q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+  }
+}
+template <class C> __device__ __forceinline__ C op_mod(C a, C b) {
+  if constexpr (is_fp<C>::v) {
+    C mod = fmod(a, b);
+    if (b == 0) return mod;
+    if (mod != 0) { if ((b < 0) != (mod < 0)) mod += b; } else { mod = copysign((C)0, b); }
+    return mod;
+  } else if constexpr (same<C, u64>::v) return b == 0 ? 0 : a % b;
+  else {
+    if (b == 0 || b == -1) return 0;
+    i64 r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  }
+}
+__device__ __forceinline__ u64 wpow(u64 base, u64 e) {
+  u64 r = 1;
+  while (e != 0) { if (e & 1) r *= base; base *= base; e >>= 1; }
+  return r;
+}
+template <class C> __device__ __forceinline__ C op_pow(C a, C b) {
+  if constexpr (is_fp<C>::v) return pow(a, b);
+  else if constexpr (same<C, u64>::v) return wpow(a, b);
+  else {
+    if (b < 0) { if (a == 1) return 1; if (a == -1) return (b & 1) ? -1 : 1; return 0; }
+    return (i64)wpow((u64)a, (u64)b);
+  }
+}
+template <class C> __device__ __forceinline__ C op_maximum(C a, C b) {
+  if constexpr (is_fp<C>::v) { if (a != a) return a; }
+  return a > b ? a : b;
+}
+template <class C> __device__ __forceinline__ C op_minimum(C a, C b) {
+  if constexpr (is_fp<C>::v) { if (a != a) return a; }
+  return a < b ? a : b;
+}
+template <class C> __device__ __forceinline__ C op_atan2(C a, C b) { return atan2(a, b); }
+template <class C> __device__ __forceinline__ bool op_eq(C a, C b) { return a == b; }
+template <class C> __device__ __forceinline__ bool op_ne(C a, C b) { return a != b; }
+template <class C> __device__ __forceinline__ bool op_lt(C a, C b) { return a < b; }
+template <class C> __device__ __forceinline__ bool op_le(C a, C b) { return a <= b; }
+template <class C> __device__ __forceinline__ bool op_gt(C a, C b) { return a > b; }
+template <class C> __device__ __forceinline__ bool op_ge(C a, C b) { return a >= b; }
+template <class C> __device__ __forceinline__ bool op_logical_and(C a, C b) { return (a != (C)0) && (b != (C)0); }
+template <class C> __device__ __forceinline__ bool op_logical_or(C a, C b) { return (a != (C)0) || (b != (C)0); }
+template <class C> __device__ __forceinline__ bool op_logical_xor(C a, C b) { return (a != (C)0) != (b != (C)0); }
+template <class C> __device__ __forceinline__ C op_bitwise_and(C a, C b) { if constexpr (same<C, bool>::v) return a && b; else return a & b; }
+template <class C> __device__ __forceinline__ C op_bitwise_or(C a, C b) { if constexpr (same<C, bool>::v) return a || b; else return a | b; }
+template <class C> __device__ __forceinline__ C op_bitwise_xor(C a, C b) { if constexpr (same<C, bool>::v) return a != b; else return a ^ b; }
+
+// ---- ternary ----
+template <class C> __device__ __forceinline__ C op_clip(C x, C lo, C hi) {
+  C t = x;
+  if constexpr (is_fp<C>::v) {
+    if (t == t) t = t > lo ? t : lo;
+    if (t == t) t = t < hi ? t : hi;
+    return t;
+  } else {
+    t = t > lo ? t : lo;
+    return t < hi ? t : hi;
+  }
+}
+template <class C> __device__ __forceinline__ C op_where(bool c, C a, C b) { return c ? a : b; }
+
+// A kernel argument word reinterpreted as a scalar of type T.
+template <class T> __device__ __forceinline__ T word(unsigned long long w) {
+  union { unsigned long long w; T t; } u;
+  u.w = w;
+  return u.t;
+}
+
+// 16-byte vector of E elements of T, for aligned loads and stores.
+template <class T, int E> struct alignas(sizeof(T) * E) vec { T v[E]; };
+
+}  // namespace gf
+)CUDA";
+
+}  // namespace gpuflow::cuda
