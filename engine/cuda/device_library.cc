@@ -46,8 +46,15 @@ template <> struct limits<u8> { static constexpr double lo = 0.0, hi_ex = 256.0;
 template <> struct limits<u16> { static constexpr double lo = 0.0, hi_ex = 65536.0; };
 template <> struct limits<u32> { static constexpr double lo = 0.0, hi_ex = 4294967296.0; };
 template <> struct limits<u64> { static constexpr double lo = 0.0, hi_ex = 18446744073709551616.0; };
-template <class T> __device__ __forceinline__ T int_max() { return (T)(~(T)0 > 0 ? ~(T)0 : (T)(((u64)1 << (sizeof(T) * 8 - 1)) - 1)); }
-template <class T> __device__ __forceinline__ T int_min() { return (T)(~(T)0 > 0 ? (T)0 : (T)((u64)1 << (sizeof(T) * 8 - 1))); }
+// (Written with the traits: ~(T)0 of a narrow unsigned T is a negative int.)
+template <class T> __device__ __forceinline__ T int_max() {
+  if constexpr (is_unsigned_int<T>::v) return (T)~0ull;
+  else return (T)((1ull << (sizeof(T) * 8 - 1)) - 1);
+}
+template <class T> __device__ __forceinline__ T int_min() {
+  if constexpr (is_unsigned_int<T>::v) return (T)0;
+  else return (T)(1ull << (sizeof(T) * 8 - 1));
+}
 
 // Narrow floats to float/double (exact).
 __device__ __forceinline__ float widen(f16 v) { return __half2float(v); }

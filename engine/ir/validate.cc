@@ -316,6 +316,7 @@ class Validator {
     absl::StatusOr<InferredNode> inferred = op->infer(v.input_types, v.attrs);
     if (!inferred.ok()) return NodeError(node, inferred.status());
     v.type = *std::move(inferred);
+    WidenComparisonWithOutOfRangeInt(v);
     if (absl::Status s = CheckLiteralValues(v); !s.ok()) return NodeError(node, s);
     if (absl::StatusOr<int64_t> bytes = ByteSize(v.type.output.shape, v.type.output.dtype);
         !bytes.ok()) {
@@ -399,6 +400,33 @@ class Validator {
     out_.literals.push_back(std::move(literal));
     out_.literal_types.push_back(std::move(type));
     return {.kind = ValueRef::Kind::kLiteral, .index = static_cast<int>(out_.literals.size() - 1)};
+  }
+
+  // NumPy 2 (NEP 50) lets comparisons take a Python int outside the array's
+  // range (`uint8_array < -3` is all false) instead of raising. Such a
+  // comparison computes in int64 when the value fits it (exact for every
+  // integer dtype but uint64), else in float64.
+  void WidenComparisonWithOutOfRangeInt(ValidatedNode& v) const {
+    static constexpr absl::string_view kComparisons[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+    if (std::find(std::begin(kComparisons), std::end(kComparisons), v.op->name) ==
+            std::end(kComparisons) ||
+        !IsInteger(v.type.compute_dtype)) {
+      return;
+    }
+    bool out_of_range = false;
+    bool fits_int64 = true;
+    for (size_t i = 0; i < v.inputs.size(); ++i) {
+      if (v.inputs[i].kind != ValueRef::Kind::kLiteral) continue;
+      const LiteralArray& literal = out_.literals[v.inputs[i].index];
+      const ValueType& type = out_.literal_types[v.inputs[i].index];
+      if (!type.weak || !IsInteger(type.dtype)) continue;
+      if (CheckWeakIntLiteral(literal, v.type.compute_dtype).ok()) continue;
+      out_of_range = true;
+      fits_int64 = fits_int64 && CheckWeakIntLiteral(literal, DType::kInt64).ok();
+    }
+    if (!out_of_range) return;
+    const bool exact_in_int64 = fits_int64 && v.type.compute_dtype != DType::kUInt64;
+    v.type.compute_dtype = exact_in_int64 ? DType::kInt64 : DType::kFloat64;
   }
 
   // Checks that need the values of literal inputs.

@@ -21,6 +21,11 @@ sys.path.insert(0, str(ROOT / "clients" / "python"))
 import gpuflow  # noqa: E402
 
 
+# The backend every test server uses; the conformance suite runs unchanged
+# against each (make test: cpu; on a GPU host: GPUFLOW_TEST_BACKEND=cuda).
+BACKEND = os.environ.get("GPUFLOW_TEST_BACKEND", "cpu")
+
+
 def server_binary():
     path = os.environ.get("GPUFLOW_SERVER_BIN", str(ROOT / "build" / "bin" / "gpuflowd"))
     if not os.path.exists(path):
@@ -39,7 +44,7 @@ class Server:
         self._log = open(self.log_path, "w")
         full_env = dict(os.environ, **(env or {}))
         self.proc = subprocess.Popen(
-            [server_binary(), "--port=0", f"--port_file={port_file}", *args],
+            [server_binary(), "--port=0", f"--port_file={port_file}", f"--backend={BACKEND}", *args],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=full_env,

@@ -228,6 +228,10 @@ def test_weak_scalar_promotion(session, op, dtype, scalar):
     fn = BINARY[op][0]
     x = make(dtype, (9,), np.random.default_rng(3), "small")
     want = numpy_or_error(fn, x, scalar)
+    if op == "lt" and isinstance(want, Exception) and dtype in INTS:
+        # NumPy 2 compares an out-of-range Python int exactly (NumPy 1.24
+        # raised): compare as Python ints.
+        want = np.array([int(v) < scalar for v in x], dtype=bool)
     if isinstance(want, Exception):
         with pytest.raises(gpuflow.InvalidArgumentError):
             run(session, [x], lambda g, a: g.op(op, a, scalar))

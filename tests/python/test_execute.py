@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import gpuflow
+from conftest import BACKEND
 from gpuflow.v1 import graph_pb2, service_pb2
 
 
@@ -40,7 +41,8 @@ def test_timings_and_plan_cache_hit(session):
     assert second.timings.plan_cache_hit
     t = second.timings
     assert t.total_seconds > 0 and t.run_seconds > 0 and t.validate_seconds > 0
-    assert not t.HasField("gpu_seconds")  # the CPU backend has no GPU time
+    # GPU time is present exactly when the backend has a GPU.
+    assert t.HasField("gpu_seconds") == (BACKEND == "cuda")
     assert [s.kind for s in t.steps] == ["elementwise"]
     np.testing.assert_allclose(first[0], np.exp(np.ones(100)))
 
@@ -197,7 +199,8 @@ def test_benchmark_repeats_and_duration(session):
     assert reply.name == "exp"
     assert len(reply.cpu_seconds) == 7
     assert all(t > 0 for t in reply.cpu_seconds)
-    assert len(reply.gpu_seconds) == 0  # absent on the CPU backend, not zero
+    # Absent on the CPU backend (not zero); one per repeat on the GPU.
+    assert len(reply.gpu_seconds) == (7 if BACKEND == "cuda" else 0)
     request.n_repeat = 1000000
     request.max_duration.FromMilliseconds(200)
     reply = session._stub.Benchmark(request)

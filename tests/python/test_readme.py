@@ -15,4 +15,6 @@ def test_readme_example_runs(server, capsys):
     assert '"localhost:50051"' in code
     exec(compile(code.replace("localhost:50051", server.target), "README.md", "exec"), {})
     out = capsys.readouterr().out
-    assert "cpu" in out and "ArrayInfo(name='x', dtype=float32, shape=(1000000,))" in out
+    from conftest import BACKEND
+
+    assert BACKEND in out and "ArrayInfo(name='x', dtype=float32, shape=(1000000,))" in out

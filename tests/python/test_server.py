@@ -10,7 +10,9 @@ import gpuflow
 def test_server_info(client):
     info = client.info()
     assert info.version == gpuflow.__version__
-    assert info.backend == "cpu"
+    from conftest import BACKEND
+
+    assert info.backend == BACKEND
     assert info.healthy
     assert len(info.dtypes) == 13
     assert info.limits.max_array_bytes == 2 << 30

@@ -328,16 +328,31 @@ TEST_F(ValidateTest, WeakIntOutOfBoundsForTheComputeDTypeIsAnError) {
   EXPECT_THAT(
       ValidateOne(N("y", "clip", {A("u8"), I(-1), I(10)})),
       StatusIs(kInvalid, "node 'y' (clip): input 1: Python integer -1 out of bounds for uint8"));
-  // Comparisons are checked too (NumPy 2 compares such values exactly;
-  // docs/ops.md documents the difference).
-  EXPECT_THAT(
-      ValidateOne(N("y", "eq", {A("u8"), I(-1)})),
-      StatusIs(kInvalid, "node 'y' (eq): input 1: Python integer -1 out of bounds for uint8"));
   // full converts its value to the output dtype.
   EXPECT_THAT(
       ValidateOne(
           N("y", "full", {I(300)}, {{"shape", std::vector<int64_t>{2}}, {"dtype", DType::kInt8}})),
       StatusIs(kInvalid, "node 'y' (full): input 0: Python integer 300 out of bounds for int8"));
+}
+
+// NumPy 2 compares an out-of-range Python int exactly (uint8_array < -3 is
+// all false): the comparison widens its compute dtype instead of failing.
+TEST_F(ValidateTest, ComparisonsWithOutOfRangeWeakIntsWiden) {
+  absl::StatusOr<ValidatedGraph> v = Validate({N("y", "lt", {A("u8"), I(-3)})});
+  ASSERT_THAT(v, IsOk());
+  EXPECT_EQ(v->nodes[0].type.compute_dtype, DType::kInt64);
+  EXPECT_EQ(v->nodes[0].type.output.dtype, DType::kBool);
+  v = Validate({N("y", "eq", {A("i8"), I(300)})});
+  ASSERT_THAT(v, IsOk());
+  EXPECT_EQ(v->nodes[0].type.compute_dtype, DType::kInt64);
+  // uint64 against a negative value: no integer dtype holds both.
+  v = Validate({N("y", "ge", {I(-1), A("u64")})});
+  ASSERT_THAT(v, IsOk());
+  EXPECT_EQ(v->nodes[0].type.compute_dtype, DType::kFloat64);
+  // In range: the compute dtype stays the array's.
+  v = Validate({N("y", "lt", {A("u8"), I(3)})});
+  ASSERT_THAT(v, IsOk());
+  EXPECT_EQ(v->nodes[0].type.compute_dtype, DType::kUInt8);
 }
 
 TEST_F(ValidateTest, WeakIntThatFitsOrIsNotConvertedIsFine) {
