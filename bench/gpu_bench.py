@@ -121,6 +121,40 @@ def main():
     session.delete("c")
     del ca, cb, ta, tb
 
+    # ---- reductions and softmax ----
+    def reduction(label, shape, build, torch_fn, cupy_fn, tol=1e-4):
+        host = rng.standard_normal(shape, dtype=np.float32)
+        session.upload(host, name="r", chunk_bytes=4 << 20)
+        g = gpuflow.Graph()
+        node = build(g, g.array("r"))
+        session.execute(g, outputs={"ro": node})
+        got = session.download("ro", chunk_bytes=4 << 20)
+        th = torch.as_tensor(host, device="cuda")
+        want = torch_fn(th).cpu().numpy()
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, float(np.abs(want).max())))
+        r = gpuflow_bench(session, g, label)
+        r["torch_ms"] = torch_time(lambda: torch_fn(th))
+        ch = cp.asarray(host)
+        r["cupy_ms"] = cupy_time(lambda: cupy_fn(ch)) if cupy_fn else None
+        r["ratio_vs_torch"] = r["gpu_ms"] / r["torch_ms"]
+        r["effective_tbps"] = host.nbytes / (r["gpu_ms"] / 1e3) / 1e12
+        results["workloads"][label] = r
+        print(label, json.dumps(r), flush=True)
+        session.delete("r")
+        session.delete("ro")
+        del th, ch
+
+    reduction("sum, 2^28 f32", (1 << args.log2n,), lambda g, x: g.sum(x),
+              lambda t: t.sum(), lambda c: c.sum())
+    reduction("sum, 256^3 f32", (256, 256, 256), lambda g, x: g.sum(x),
+              lambda t: t.sum(), lambda c: c.sum())
+    reduction("sum(axis=-1), (4096, 65536) f32", (4096, 65536), lambda g, x: g.sum(x, axes=[-1]),
+              lambda t: t.sum(dim=-1), lambda c: c.sum(axis=-1))
+    reduction("sum(axis=0), (4096, 65536) f32", (4096, 65536), lambda g, x: g.sum(x, axes=[0]),
+              lambda t: t.sum(dim=0), lambda c: c.sum(axis=0))
+    reduction("softmax(axis=-1), (8192, 8192) f32", (8192, 8192),
+              lambda g, x: g.softmax(x, axis=-1), lambda t: torch.softmax(t, dim=-1), None, tol=1e-5)
+
     # ---- matmul 8192^3, float32 and float16 ----
     m = 8192
     for dtype, tol in (("float32", 1e-3), ("float16", 2e-2)):

@@ -5,11 +5,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/cuda/codegen_internal.h"
 #include "engine/cuda/device_library.h"
 
 namespace gpuflow::cuda {
 
-namespace {
+namespace internal {
 
 // The type a value has in registers (bool is a real bool there).
 const char* RegisterTypeName(DType dtype) {
@@ -42,7 +43,37 @@ std::vector<int64_t> BroadcastStrides(const Shape& shape, const Shape& out) {
   return strides;
 }
 
-}  // namespace
+std::string EmitElementwiseNodes(const ValidatedGraph& graph, const std::vector<int>& nodes,
+                                 const std::function<std::string(const ValueRef&)>& expr) {
+  std::string body;
+  for (int n : nodes) {
+    const ValidatedNode& node = graph.nodes[n];
+    const char* c = ComputeClassName(node.type.compute_dtype);
+    const char* kt = RegisterTypeName(node.type.compute_dtype);
+    std::vector<std::string> args;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const ValueRef& ref = node.inputs[i];
+      const bool internal = ref.kind == ValueRef::Kind::kNode &&
+                            std::find(nodes.begin(), nodes.end(), ref.index) != nodes.end();
+      const std::string e = internal ? absl::StrCat("v", ref.index) : expr(ref);
+      if (node.op->name == "where" && i == 0) {
+        args.push_back(absl::StrCat("gf::cv<bool>(", e, ")"));
+      } else {
+        args.push_back(absl::StrCat("gf::in<", c, ", ", kt, ">(", e, ")"));
+      }
+    }
+    const char* d = RegisterTypeName(node.type.output.dtype);
+    absl::StrAppend(&body, "      const ", d, " v", n, " = gf::cv<", d, ">(gf::op_", node.op->name,
+                    "<", c, ">(", absl::StrJoin(args, ", "), "));\n");
+  }
+  return body;
+}
+
+}  // namespace internal
+
+using internal::BroadcastStrides;
+using internal::ComputeClassName;
+using internal::RegisterTypeName;
 
 const char* StorageTypeName(DType dtype) {
   switch (dtype) {
@@ -203,27 +234,8 @@ absl::StatusOr<ElementwiseKernel> GenerateElementwise(const ValidatedGraph& grap
 
   // The per-element body: x<p> are the pointer inputs' values.
   for (int p = 0; p < num_pointers; ++p) input_expr[pointer_inputs[p]] = absl::StrCat("x", p);
-  std::string body;
-  for (int n : step.nodes) {
-    const ValidatedNode& node = graph.nodes[n];
-    const char* c = ComputeClassName(node.type.compute_dtype);
-    const char* kt = RegisterTypeName(node.type.compute_dtype);
-    std::vector<std::string> args;
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      const ValueRef& ref = node.inputs[i];
-      const std::string e = ref.kind == ValueRef::Kind::kNode && in_step(ref.index)
-                                ? absl::StrCat("v", ref.index)
-                                : input_expr[find_input(ref)];
-      if (node.op->name == "where" && i == 0) {
-        args.push_back(absl::StrCat("gf::cv<bool>(", e, ")"));
-      } else {
-        args.push_back(absl::StrCat("gf::in<", c, ", ", kt, ">(", e, ")"));
-      }
-    }
-    const char* d = RegisterTypeName(node.type.output.dtype);
-    absl::StrAppend(&body, "      const ", d, " v", n, " = gf::cv<", d, ">(gf::op_", node.op->name,
-                    "<", c, ">(", absl::StrJoin(args, ", "), "));\n");
-  }
+  const std::string body = internal::EmitElementwiseNodes(
+      graph, step.nodes, [&](const ValueRef& ref) { return input_expr[find_input(ref)]; });
   const std::string result = absl::StrCat("gf::cv<", out_t, ">(v", step.root, ")");
 
   absl::StrAppend(&src, "  const idx tid = (idx)(blockIdx.x * blockDim.x + threadIdx.x);\n",

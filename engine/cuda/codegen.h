@@ -11,6 +11,7 @@
 #define GPUFLOW_ENGINE_CUDA_CODEGEN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,53 @@ struct ElementwiseKernel {
 // kernel name.
 absl::StatusOr<ElementwiseKernel> GenerateElementwise(const ValidatedGraph& graph, const Step& step,
                                                       const std::string& name = "gf_elementwise");
+
+// A reduction step (prologue, reduction, epilogue) as generated kernels:
+//  - `partial` reduces a range of the reduced elements per output element
+//    (grid: x over outputs or output blocks, y over `splits`), writing the
+//    final value (splits == 1) or an accumulator per split to a scratch
+//    buffer, which `finalize` combines;
+//  - strategies: kInner (reduced elements contiguous per output: a block per
+//    output with a CUB block reduction), kOuter (outputs contiguous: a thread
+//    per output, coalesced), kGeneral (index arithmetic, a block per output).
+// Kernel words: [prologue pointers] [epilogue pointers] [out] [scratch]
+//   [M] [R] [splits] [chunk] [kept dims+strides] [reduced dims+strides] [scalars].
+struct ReductionKernel {
+  enum class Strategy { kInner, kOuter, kGeneral };
+  std::string name;
+  std::string source;
+  std::string kernel_source;
+  Strategy strategy = Strategy::kInner;
+  std::vector<StepInput> prologue_inputs;  // pointer or by-value, input-shaped
+  std::vector<StepInput> epilogue_inputs;  // output-shaped
+  int64_t outputs = 0;                     // M
+  int64_t reduced = 0;                     // R
+  std::vector<int64_t> kept_dims, kept_strides, reduced_dims, reduced_strides;
+  int accumulator_bytes = 8;
+  int block = 256;
+};
+
+// Empty (no error) when the step is not one this generator handles yet (the
+// backend then runs it on the host): ops other than sum, prod, min, max,
+// mean, any, all; inputs broadcast inside the step; an empty reduction.
+absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(
+    const ValidatedGraph& graph, const Step& step, const std::string& name = "gf_reduce");
+
+// softmax / log_softmax over the last, contiguous axis, one block per row,
+// the row held in registers (rows up to 32 * 1024 elements); prologue and
+// epilogue nodes of the input's shape are fused. Words: [pointers] [out]
+// [rows] [scalars]. Empty when the step does not fit.
+struct SoftmaxKernel {
+  std::string name;
+  std::string source;
+  std::string kernel_source;
+  std::vector<StepInput> inputs;
+  int64_t rows = 0;
+  int64_t row_length = 0;
+  int block = 256;
+};
+absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(
+    const ValidatedGraph& graph, const Step& step, const std::string& name = "gf_softmax");
 
 // The storage type name used in generated code ("float", "f16", "u8" for bool).
 const char* StorageTypeName(DType dtype);

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -216,6 +218,21 @@ class CudaBackend final : public Backend {
   absl::Status RunElementwise(const ValidatedGraph& graph, const Step& step,
                               const std::vector<const void*>& pointers, CudaStream& stream,
                               void* out, RunResult& result);
+  // Runs a reduction or softmax step with a generated kernel; returns false
+  // (and does nothing) when no generator handles it.
+  absl::StatusOr<bool> TryReduction(
+      const ValidatedGraph& graph, const Step& step,
+      const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
+      void* out, RunResult& result);
+  absl::Status Launch(cudaKernel_t kernel, int64_t blocks_x, int64_t blocks_y, int block,
+                      std::vector<uint64_t>& words, CudaStream& stream) {
+    void* args[] = {words.data()};
+    return Check(
+        cudaLaunchKernel(reinterpret_cast<const void*>(kernel),
+                         dim3(static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y)),
+                         dim3(block), args, 0, stream.get()),
+        "cudaLaunchKernel");
+  }
   // Runs a matmul on cuBLAS when the dtypes and batching allow it; returns
   // false (and does nothing) when they do not.
   absl::StatusOr<bool> TryMatmul(const ValidatedNode& node, const void* a, const void* b, void* out,
@@ -268,6 +285,114 @@ absl::Status CudaBackend::RunElementwise(const ValidatedGraph& graph, const Step
   return Check(cudaLaunchKernel(reinterpret_cast<const void*>(*kernel), dim3(blocks), dim3(kBlock),
                                 args, 0, stream.get()),
                "cudaLaunchKernel");
+}
+
+absl::StatusOr<bool> CudaBackend::TryReduction(
+    const ValidatedGraph& graph, const Step& step,
+    const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
+    void* out, RunResult& result) {
+  const int64_t sms = props_.multiProcessorCount;
+  auto scalar_word = [&](const StepInput& in) {
+    uint64_t w = 0;
+    const std::string& bytes = graph.literals[in.ref.index].bytes;
+    std::memcpy(&w, bytes.data(), std::min<size_t>(bytes.size(), sizeof(w)));
+    return w;
+  };
+  auto pointer_words = [&](const std::vector<StepInput>& inputs,
+                           std::vector<uint64_t>& words) -> absl::Status {
+    for (const StepInput& in : inputs) {
+      if (in.by_value) continue;
+      absl::StatusOr<const void*> p = ptr(in.ref);
+      if (!p.ok()) return p.status();
+      words.push_back(reinterpret_cast<uint64_t>(*p));
+    }
+    return absl::OkStatus();
+  };
+  auto scalar_words = [&](const std::vector<StepInput>& inputs, std::vector<uint64_t>& words) {
+    for (const StepInput& in : inputs) {
+      if (in.by_value) words.push_back(scalar_word(in));
+    }
+  };
+
+  absl::StatusOr<std::optional<SoftmaxKernel>> softmax = GenerateSoftmax(graph, step);
+  if (!softmax.ok()) return softmax.status();
+  if (softmax->has_value()) {
+    const SoftmaxKernel& k = **softmax;
+    absl::StatusOr<cudaKernel_t> kernel = GetKernel(k.source, k.name, result);
+    if (!kernel.ok()) return kernel.status();
+    std::vector<uint64_t> words;
+    if (absl::Status s = pointer_words(k.inputs, words); !s.ok()) return s;
+    words.push_back(reinterpret_cast<uint64_t>(out));
+    words.push_back(static_cast<uint64_t>(k.rows));
+    scalar_words(k.inputs, words);
+    if (absl::Status s =
+            Launch(*kernel, std::min<int64_t>(k.rows, sms * 16), 1, k.block, words, stream);
+        !s.ok()) {
+      return s;
+    }
+    return true;
+  }
+
+  absl::StatusOr<std::optional<ReductionKernel>> reduction = GenerateReduction(graph, step);
+  if (!reduction.ok()) return reduction.status();
+  if (!reduction->has_value()) return false;
+  const ReductionKernel& k = **reduction;
+  const int64_t m = k.outputs;
+  const int64_t r = k.reduced;
+  const bool outer = k.strategy == ReductionKernel::Strategy::kOuter;
+  const int64_t blocks_x = outer ? std::min<int64_t>((m + k.block - 1) / k.block, sms * 32)
+                                 : std::min<int64_t>(m, sms * 32);
+  // Enough blocks to fill the device: split the reduced range when the
+  // outputs alone do not.
+  int64_t splits = 1;
+  if (blocks_x < 2 * sms) {
+    splits = (8 * sms + blocks_x - 1) / blocks_x;
+    splits = std::clamp<int64_t>(splits, 1, std::max<int64_t>(1, r / (outer ? 64 : 2048)));
+    splits = std::min<int64_t>(splits, 65535);
+  }
+  const int64_t chunk = (r + splits - 1) / splits;
+  std::unique_ptr<CudaBuffer> scratch;
+  if (splits > 1) {
+    absl::StatusOr<std::unique_ptr<CudaBuffer>> buffer =
+        AllocateOn(splits * m * k.accumulator_bytes, stream);
+    if (!buffer.ok()) return buffer.status();
+    scratch = *std::move(buffer);
+  }
+  absl::StatusOr<cudaKernel_t> partial = GetKernel(k.source, k.name, result);
+  if (!partial.ok()) return partial.status();
+  std::vector<uint64_t> words;
+  if (absl::Status s = pointer_words(k.prologue_inputs, words); !s.ok()) return s;
+  if (absl::Status s = pointer_words(k.epilogue_inputs, words); !s.ok()) return s;
+  words.push_back(reinterpret_cast<uint64_t>(out));
+  words.push_back(reinterpret_cast<uint64_t>(scratch ? scratch->data() : nullptr));
+  words.push_back(static_cast<uint64_t>(m));
+  words.push_back(static_cast<uint64_t>(r));
+  words.push_back(static_cast<uint64_t>(splits));
+  words.push_back(static_cast<uint64_t>(chunk));
+  for (size_t d = 0; d < k.kept_dims.size(); ++d) {
+    words.push_back(static_cast<uint64_t>(k.kept_dims[d]));
+    words.push_back(static_cast<uint64_t>(k.kept_strides[d]));
+  }
+  for (size_t d = 0; d < k.reduced_dims.size(); ++d) {
+    words.push_back(static_cast<uint64_t>(k.reduced_dims[d]));
+    words.push_back(static_cast<uint64_t>(k.reduced_strides[d]));
+  }
+  scalar_words(k.prologue_inputs, words);
+  scalar_words(k.epilogue_inputs, words);
+  if (absl::Status s = Launch(*partial, blocks_x, splits, k.block, words, stream); !s.ok()) {
+    return s;
+  }
+  if (splits > 1) {
+    absl::StatusOr<cudaKernel_t> finalize = GetKernel(k.source, k.name + "_finalize", result);
+    if (!finalize.ok()) return finalize.status();
+    if (absl::Status s =
+            Launch(*finalize, std::min<int64_t>((m + 255) / 256, sms * 32), 1, 256, words, stream);
+        !s.ok()) {
+      return s;
+    }
+  }
+  // `scratch` is freed in stream order, after the kernels that use it.
+  return true;
 }
 
 absl::StatusOr<bool> CudaBackend::TryMatmul(const ValidatedNode& node, const void* a, const void* b,
@@ -442,6 +567,14 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
                             absl::StrCat("step ", s, " (", step.description, "): ", st.message()));
       }
       on_device = true;
+    } else if (step.kind == StepKind::kReduction) {
+      absl::StatusOr<bool> ran =
+          TryReduction(graph, step, device_ptr, stream, values[step.root]->data(), result);
+      if (!ran.ok()) {
+        return absl::Status(ran.status().code(), absl::StrCat("step ", s, " (", step.description,
+                                                              "): ", ran.status().message()));
+      }
+      on_device = *ran;
     } else if (step.kind == StepKind::kMatmul && root.op->name == "matmul") {
       absl::StatusOr<const void*> a = device_ptr(root.inputs[0]);
       if (!a.ok()) return a.status();

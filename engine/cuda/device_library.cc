@@ -257,6 +257,11 @@ template <class C> __device__ __forceinline__ C op_clip(C x, C lo, C hi) {
 }
 template <class C> __device__ __forceinline__ C op_where(bool c, C a, C b) { return c ? a : b; }
 
+template <class C> __device__ __forceinline__ C inf() {
+  if constexpr (same<C, double>::v) return __longlong_as_double(0x7ff0000000000000ll);
+  else return __int_as_float(0x7f800000);
+}
+
 // A kernel argument word reinterpreted as a scalar of type T.
 template <class T> __device__ __forceinline__ T word(unsigned long long w) {
   union { unsigned long long w; T t; } u;

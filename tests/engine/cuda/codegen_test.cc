@@ -3,6 +3,7 @@
 // few NVRTC programs (one per input dtype) to keep the compile time down.
 #include "engine/cuda/codegen.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,90 @@ TEST(CodegenTest, EveryElementwiseOpAndDtypeCompilesForSm90) {
     compiled_kernels += kernels;
   }
   EXPECT_GT(compiled_kernels, 13 * 60);
+}
+
+// Every reduction strategy and op, every dtype, with a fused prologue and
+// epilogue, plus softmax/log_softmax: one NVRTC program (CUB is heavy).
+TEST(CodegenTest, ReductionsAndSoftmaxCompileForSm90) {
+  std::string program = kDeviceLibrary;
+  int kernels = 0;
+  const char* const ops[] = {"sum", "prod", "min", "max", "mean", "any", "all"};
+  const std::vector<std::vector<int64_t>> axes_cases = {{}, {1}, {0}, {0, 2}, {0, 1, 2}};
+  std::set<ReductionKernel::Strategy> strategies;
+  for (const DTypeInfo& info : AllDTypes()) {
+    for (const char* op : ops) {
+      for (const auto& axes : axes_cases) {
+        if (axes.empty() && std::string(op) != "sum") continue;
+        Graph g;
+        g.nodes.push_back(MakeNode("a", "abs", {Input::Array("x")}));
+        Node r = MakeNode("r", op, {Input::Node("a")});
+        if (!axes.empty()) r.attrs["axes"] = axes;
+        g.nodes.push_back(r);
+        g.nodes.push_back(
+            MakeNode("e", "mul", {Input::Node("r"), Input::FromScalar(Scalar::Int(2))}));
+        auto prepared = Prepare(g, info.dtype, {6, 7, 9}, {});
+        if (!prepared) continue;
+        ASSERT_EQ(prepared->second->steps.size(), 1u) << op;
+        auto k = GenerateReduction(prepared->first, prepared->second->steps[0],
+                                   "r" + std::to_string(kernels++));
+        ASSERT_TRUE(k.ok()) << k.status();
+        ASSERT_TRUE(k->has_value()) << op << " " << info.name;
+        strategies.insert((*k)->strategy);
+        program += (*k)->kernel_source;
+      }
+    }
+    if (IsFloat(info.dtype)) {
+      for (const char* op : {"softmax", "log_softmax"}) {
+        Graph g;
+        g.nodes.push_back(
+            MakeNode("a", "mul", {Input::Array("x"), Input::FromScalar(Scalar::Int(2))}));
+        g.nodes.push_back(MakeNode("s", op, {Input::Node("a")}));
+        g.nodes.push_back(MakeNode("e", "add", {Input::Node("s"), Input::Array("y")}));
+        auto prepared = Prepare(g, info.dtype, {5, 3000}, {5, 3000});
+        ASSERT_TRUE(prepared);
+        ASSERT_EQ(prepared->second->steps.size(), 1u);
+        auto k = GenerateSoftmax(prepared->first, prepared->second->steps[0],
+                                 "s" + std::to_string(kernels++));
+        ASSERT_TRUE(k.ok()) << k.status();
+        ASSERT_TRUE(k->has_value());
+        program += (*k)->kernel_source;
+      }
+    }
+  }
+  EXPECT_EQ(strategies.size(), 3u);  // inner, outer and general all generated
+  CompileOptions options;
+  options.arch = 90;
+  absl::StatusOr<CompiledModule> module = CompileToCubin(program, "reductions.cu", options);
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_GT(kernels, 13 * 25);
+}
+
+TEST(CodegenTest, ReductionStrategiesFollowTheLayout) {
+  auto strategy = [](std::vector<int64_t> shape, std::vector<int64_t> axes) {
+    Graph g;
+    Node r = MakeNode("r", "sum", {Input::Array("x")});
+    r.attrs["axes"] = axes;
+    g.nodes.push_back(r);
+    auto prepared = Prepare(g, DType::kFloat32, shape, {});
+    auto k = GenerateReduction(prepared->first, prepared->second->steps[0]);
+    return (*k)->strategy;
+  };
+  using S = ReductionKernel::Strategy;
+  EXPECT_EQ(strategy({4096, 65536}, {1}), S::kInner);
+  EXPECT_EQ(strategy({4096, 65536}, {0}), S::kOuter);
+  EXPECT_EQ(strategy({256, 256, 256}, {0, 1, 2}), S::kInner);
+  EXPECT_EQ(strategy({4, 5, 6}, {0, 2}), S::kGeneral);
+  EXPECT_EQ(strategy({4, 1, 6}, {0, 1}), S::kOuter);  // size-1 dims do not count
+}
+
+TEST(CodegenTest, UnsupportedReductionsFallBack) {
+  Graph g;
+  g.nodes.push_back(MakeNode("r", "argmax", {Input::Array("x")}));
+  auto prepared = Prepare(g, DType::kFloat32, {4, 5}, {});
+  ASSERT_TRUE(prepared);
+  auto k = GenerateReduction(prepared->first, prepared->second->steps[0]);
+  ASSERT_TRUE(k.ok());
+  EXPECT_FALSE(k->has_value());
 }
 
 TEST(CodegenTest, ContiguousChainsUseSixteenByteVectors) {

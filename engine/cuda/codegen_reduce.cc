@@ -1,0 +1,394 @@
+// Reduction and softmax kernels (see codegen.h).
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/cuda/codegen.h"
+#include "engine/cuda/codegen_internal.h"
+#include "engine/cuda/device_library.h"
+
+namespace gpuflow::cuda {
+
+namespace {
+
+using internal::ComputeClassName;
+using internal::RegisterTypeName;
+
+bool Contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// The external inputs of `nodes` (not computed by them, nor `skip`). Returns
+// false when one is neither of `shape` nor a 0-d literal.
+bool CollectInputs(const ValidatedGraph& graph, const std::vector<int>& nodes, int skip,
+                   const Shape& shape, std::vector<StepInput>* out) {
+  for (int n : nodes) {
+    const ValidatedNode& node = graph.nodes[n];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const ValueRef& ref = node.inputs[i];
+      if (ref.kind == ValueRef::Kind::kNode && (Contains(nodes, ref.index) || ref.index == skip)) {
+        continue;
+      }
+      if (std::any_of(out->begin(), out->end(), [&](const StepInput& s) { return s.ref == ref; })) {
+        continue;
+      }
+      StepInput input{ref, node.input_types[i], false};
+      input.by_value = ref.kind == ValueRef::Kind::kLiteral && input.type.shape.rank() == 0;
+      if (!input.by_value && !(input.type.shape == shape)) return false;
+      out->push_back(std::move(input));
+    }
+  }
+  return true;
+}
+
+// Declarations of the inputs' pointers (p<first>..) and scalars, reading
+// words from `*word`; fills `expr` so that EmitElementwiseNodes can name them
+// (pointer inputs as `<prefix><i>[<index>]`).
+std::string DeclareInputs(const std::vector<StepInput>& inputs, const std::string& prefix,
+                          int* word, std::vector<std::string>* exprs, const std::string& index) {
+  std::string out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].by_value) continue;
+    const char* t = StorageTypeName(inputs[i].type.dtype);
+    absl::StrAppend(&out, "  const ", t, "* __restrict__ ", prefix, i, " = (const ", t, "*)p.w[",
+                    (*word)++, "];\n");
+    exprs->push_back(absl::StrCat(prefix, i, "[", index, "]"));
+  }
+  return out;
+}
+
+std::string DeclareScalars(const std::vector<StepInput>& inputs, const std::string& prefix,
+                           int* word, std::vector<std::string>* exprs) {
+  std::string out;
+  size_t pointer = 0;
+  std::vector<std::string> all;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].by_value) {
+      all.push_back((*exprs)[pointer++]);
+      continue;
+    }
+    const char* t = StorageTypeName(inputs[i].type.dtype);
+    absl::StrAppend(&out, "  const ", t, " ", prefix, "s", i, " = gf::word<", t, ">(p.w[",
+                    (*word)++, "]);\n");
+    all.push_back(absl::StrCat(prefix, "s", i));
+  }
+  *exprs = std::move(all);
+  return out;
+}
+
+std::function<std::string(const ValueRef&)> ExprOf(const std::vector<StepInput>& inputs,
+                                                   const std::vector<std::string>& exprs,
+                                                   int special_node, std::string special) {
+  return [&inputs, &exprs, special_node, special](const ValueRef& ref) {
+    if (ref.kind == ValueRef::Kind::kNode && ref.index == special_node) return special;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].ref == ref) return exprs[i];
+    }
+    return std::string("/*missing*/");
+  };
+}
+
+const char* kReducibleOps[] = {"sum", "prod", "min", "max", "mean", "any", "all"};
+
+}  // namespace
+
+absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const ValidatedGraph& graph,
+                                                                 const Step& step,
+                                                                 const std::string& name) {
+  if (step.kind != StepKind::kReduction || step.reduction < 0) return std::nullopt;
+  const ValidatedNode& red = graph.nodes[step.reduction];
+  const std::string& op = red.op->name;
+  if (std::find(std::begin(kReducibleOps), std::end(kReducibleOps), op) ==
+      std::end(kReducibleOps)) {
+    return std::nullopt;
+  }
+  auto at = std::find(step.nodes.begin(), step.nodes.end(), step.reduction);
+  const std::vector<int> prologue(step.nodes.begin(), at);
+  const std::vector<int> epilogue(at + 1, step.nodes.end());
+  const ValueType& in_type = red.input_types[0];
+  const Shape& in_shape = in_type.shape;
+  const Shape& out_shape = red.type.output.shape;
+
+  ReductionKernel k;
+  k.name = name;
+  // The reduction's own input, when no prologue computes it, is an input too.
+  std::vector<int> prologue_and_red = prologue;
+  prologue_and_red.push_back(step.reduction);
+  if (!CollectInputs(graph, prologue_and_red, -1, in_shape, &k.prologue_inputs)) {
+    return std::nullopt;
+  }
+  if (!CollectInputs(graph, epilogue, step.reduction, out_shape, &k.epilogue_inputs)) {
+    return std::nullopt;
+  }
+  const ValueRef red_input = red.inputs[0];
+
+  // Kept and reduced dims, adjacent ones of a class merged.
+  const auto& axes = std::get<std::vector<int64_t>>(red.attrs.at("axes"));
+  std::vector<int64_t> dims;
+  std::vector<bool> reduced;
+  for (int d = 0; d < in_shape.rank(); ++d) {
+    const bool r = std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (in_shape.dim(d) == 1) continue;
+    if (!dims.empty() && reduced.back() == r) {
+      dims.back() *= in_shape.dim(d);
+    } else {
+      dims.push_back(in_shape.dim(d));
+      reduced.push_back(r);
+    }
+  }
+  k.outputs = out_shape.num_elements();
+  k.reduced = k.outputs == 0 ? 0 : in_shape.num_elements() / k.outputs;
+  if (k.outputs == 0 || k.reduced == 0) return std::nullopt;  // the host handles empties
+  std::vector<int64_t> strides(dims.size());
+  int64_t stride = 1;
+  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= dims[d];
+  }
+  for (size_t d = 0; d < dims.size(); ++d) {
+    (reduced[d] ? k.reduced_dims : k.kept_dims).push_back(dims[d]);
+    (reduced[d] ? k.reduced_strides : k.kept_strides).push_back(strides[d]);
+  }
+  if (k.kept_dims.empty() || k.reduced_dims.empty() ||
+      (k.kept_dims.size() == 1 && k.reduced_dims.size() == 1 && !reduced[0])) {
+    k.strategy = ReductionKernel::Strategy::kInner;
+  } else if (k.kept_dims.size() == 1 && k.reduced_dims.size() == 1 && reduced[0]) {
+    k.strategy = ReductionKernel::Strategy::kOuter;
+  } else {
+    k.strategy = ReductionKernel::Strategy::kGeneral;
+  }
+
+  // The accumulator: floats in double (the reference accumulates in double
+  // too), integers in 64 bits, any/all in int.
+  const DType compute = red.type.compute_dtype;
+  std::string acc;
+  std::string ident;
+  std::string combine;
+  std::string finish = "acc";
+  const bool logical = op == "any" || op == "all";
+  if (logical) {
+    acc = "int";
+  } else if (IsFloat(compute) || op == "mean") {
+    acc = "double";
+  } else {
+    acc = KindOf(compute) == DTypeKind::kUnsigned ? "u64" : "i64";
+  }
+  k.accumulator_bytes = logical ? 4 : 8;
+  if (op == "sum" || op == "mean") {
+    ident = "(" + acc + ")0";
+    combine = "gf::op_add<" + acc + ">(a, b)";
+  } else if (op == "prod") {
+    ident = "(" + acc + ")1";
+    combine = "gf::op_mul<" + acc + ">(a, b)";
+  } else if (op == "min") {
+    ident = acc == "double" ? "__longlong_as_double(0x7ff0000000000000ll)"
+                            : (acc == "u64" ? "~0ull" : "9223372036854775807ll");
+    combine = "gf::op_minimum<" + acc + ">(a, b)";
+  } else if (op == "max") {
+    ident = acc == "double" ? "__longlong_as_double((long long)0xfff0000000000000ull)"
+                            : (acc == "u64" ? "0ull" : "(-9223372036854775807ll - 1)");
+    combine = "gf::op_maximum<" + acc + ">(a, b)";
+  } else if (op == "any") {
+    ident = "0";
+    combine = "(a | b)";
+  } else {  // all
+    ident = "1";
+    combine = "(a & b)";
+  }
+  if (op == "mean") finish = "acc / (double)R";
+
+  // ---- source ----
+  int word = 0;
+  std::string src;
+  std::string decl;
+  std::vector<std::string> pro_exprs;
+  std::vector<std::string> epi_exprs;
+  decl += DeclareInputs(k.prologue_inputs, "pi", &word, &pro_exprs, "off");
+  decl += DeclareInputs(k.epilogue_inputs, "ei", &word, &epi_exprs, "m");
+  const char* out_t = StorageTypeName(graph.nodes[step.root].type.output.dtype);
+  const int base = word;
+  word += 6;
+  absl::StrAppend(&decl, "  ", out_t, "* __restrict__ out = (", out_t, "*)p.w[", base, "];\n");
+  absl::StrAppend(&decl, "  ", acc, "* __restrict__ scratch = (", acc, "*)p.w[", base + 1, "];\n");
+  absl::StrAppend(&decl, "  const long long M = (long long)p.w[", base + 2, "];\n");
+  absl::StrAppend(&decl, "  const long long R = (long long)p.w[", base + 3, "];\n");
+  absl::StrAppend(&decl, "  const long long splits = (long long)p.w[", base + 4, "];\n");
+  absl::StrAppend(&decl, "  const long long chunk = (long long)p.w[", base + 5, "];\n");
+  const int kept_word = word;
+  word += 2 * static_cast<int>(k.kept_dims.size());
+  const int reduced_word = word;
+  word += 2 * static_cast<int>(k.reduced_dims.size());
+  decl += DeclareScalars(k.prologue_inputs, "pi", &word, &pro_exprs);
+  decl += DeclareScalars(k.epilogue_inputs, "ei", &word, &epi_exprs);
+  const int num_words = word;
+
+  // Offset of element (m, k) of the input.
+  std::string offset;
+  switch (k.strategy) {
+    case ReductionKernel::Strategy::kInner:
+      offset = "m * R + k";
+      break;
+    case ReductionKernel::Strategy::kOuter:
+      offset = "k * M + m";
+      break;
+    case ReductionKernel::Strategy::kGeneral: {
+      std::string o = "0";
+      auto decompose = [&](const char* var, int first_word, size_t n) {
+        std::string code = absl::StrCat("long long rem_", var, " = ", var, ";");
+        for (int d = static_cast<int>(n) - 1; d >= 0; --d) {
+          absl::StrAppend(&code, " { const long long dim = (long long)p.w[", first_word + 2 * d,
+                          "]; off += (rem_", var, " % dim) * (long long)p.w[",
+                          first_word + 2 * d + 1, "]; rem_", var, " /= dim; }");
+        }
+        return code;
+      };
+      offset = absl::StrCat("0; ", decompose("m", kept_word, k.kept_dims.size()), " ",
+                            decompose("k", reduced_word, k.reduced_dims.size()));
+      break;
+    }
+  }
+  // Loads the reduction input at `off` into `r`.
+  const std::string pro_body =
+      internal::EmitElementwiseNodes(graph, prologue, ExprOf(k.prologue_inputs, pro_exprs, -1, ""));
+  std::string red_value;
+  if (red_input.kind == ValueRef::Kind::kNode && Contains(prologue, red_input.index)) {
+    red_value = absl::StrCat("v", red_input.index);
+  } else {
+    red_value = ExprOf(k.prologue_inputs, pro_exprs, -1, "")(red_input);
+  }
+  const std::string convert =
+      logical ? absl::StrCat("(gf::cv<bool>(", red_value, ") ? 1 : 0)")
+              : absl::StrCat("gf::in<", acc, ", ", RegisterTypeName(compute), ">(", red_value, ")");
+  const std::string accumulate =
+      absl::StrCat("      long long off = ", offset, ";\n", pro_body, "      { const ", acc,
+                   " a = acc; const ", acc, " b = ", convert, "; acc = ", combine, "; }\n");
+  // Writes output m from `acc`.
+  const char* red_t = RegisterTypeName(red.type.output.dtype);
+  const std::string epi_body = internal::EmitElementwiseNodes(
+      graph, epilogue,
+      ExprOf(k.epilogue_inputs, epi_exprs, step.reduction, absl::StrCat("v", step.reduction)));
+  const std::string write =
+      absl::StrCat("      { const ", red_t, " v", step.reduction, " = gf::cv<", red_t, ">(", finish,
+                   ");\n", epi_body, "        out[m] = gf::cv<", out_t, ">(v", step.root, "); }\n");
+
+  const std::string args =
+      absl::StrCat("struct ", name, "_args { unsigned long long w[", num_words, "]; };\n");
+  const std::string functor =
+      absl::StrCat("struct ", name, "_op { __device__ __forceinline__ ", acc, " operator()(const ",
+                   acc, "& a, const ", acc, "& b) const { return ", combine, "; } };\n");
+  absl::StrAppend(&src, "#include <cub/block/block_reduce.cuh>\n", args, functor);
+  absl::StrAppend(&src, "extern \"C\" __global__ void __launch_bounds__(", k.block, ") ", name,
+                  "(const ", name, "_args p) {\n", decl);
+  if (k.strategy == ReductionKernel::Strategy::kOuter) {
+    absl::StrAppend(&src, "  const long long k0 = (long long)blockIdx.y * chunk;\n",
+                    "  const long long k1 = k0 + chunk < R ? k0 + chunk : R;\n",
+                    "  for (long long m = (long long)blockIdx.x * ", k.block,
+                    " + threadIdx.x; m < M; m += (long long)gridDim.x * ", k.block, ") {\n", "    ",
+                    acc, " acc = ", ident, ";\n", "    for (long long k = k0; k < k1; ++k) {\n",
+                    accumulate, "    }\n", "    if (splits == 1) {\n", write, "    } else {\n",
+                    "      scratch[(long long)blockIdx.y * M + m] = acc;\n    }\n  }\n}\n");
+  } else {
+    absl::StrAppend(
+        &src, "  typedef cub::BlockReduce<", acc, ", ", k.block, "> reduce_t;\n",
+        "  __shared__ typename reduce_t::TempStorage temp;\n",
+        "  const long long k0 = (long long)blockIdx.y * chunk;\n",
+        "  const long long k1 = k0 + chunk < R ? k0 + chunk : R;\n",
+        "  for (long long m = blockIdx.x; m < M; m += gridDim.x) {\n", "    ", acc,
+        " acc = ", ident, ";\n", "    for (long long k = k0 + threadIdx.x; k < k1; k += ", k.block,
+        ") {\n", accumulate, "    }\n", "    acc = reduce_t(temp).Reduce(acc, ", name, "_op());\n",
+        "    if (threadIdx.x == 0) {\n", "      if (splits == 1) {\n", write, "      } else {\n",
+        "        scratch[(long long)blockIdx.y * M + m] = acc;\n      }\n    }\n",
+        "    __syncthreads();\n  }\n}\n");
+  }
+  // Combines the splits' accumulators.
+  absl::StrAppend(&src, "extern \"C\" __global__ void __launch_bounds__(256) ", name,
+                  "_finalize(const ", name, "_args p) {\n", decl,
+                  "  for (long long m = (long long)blockIdx.x * 256 + threadIdx.x; m < M; "
+                  "m += (long long)gridDim.x * 256) {\n",
+                  "    ", acc, " acc = scratch[m];\n",
+                  "    for (long long s = 1; s < splits; ++s) { const ", acc, " a = acc; const ",
+                  acc, " b = scratch[s * M + m]; acc = ", combine, "; }\n", write, "  }\n}\n");
+  k.kernel_source = src;
+  k.source = absl::StrCat(kDeviceLibrary, src);
+  return k;
+}
+
+absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGraph& graph,
+                                                             const Step& step,
+                                                             const std::string& name) {
+  if (step.kind != StepKind::kReduction || step.reduction < 0) return std::nullopt;
+  const ValidatedNode& sm = graph.nodes[step.reduction];
+  const bool log = sm.op->name == "log_softmax";
+  if (sm.op->name != "softmax" && !log) return std::nullopt;
+  const Shape& shape = sm.type.output.shape;
+  if (shape.rank() == 0 || shape.num_elements() == 0) return std::nullopt;
+  const int64_t axis = std::get<int64_t>(sm.attrs.at("axis"));
+  if (axis != shape.rank() - 1) return std::nullopt;
+  SoftmaxKernel k;
+  k.name = name;
+  k.row_length = shape.dim(shape.rank() - 1);
+  k.rows = shape.num_elements() / k.row_length;
+  k.block = k.row_length <= 32 * 256 ? 256 : 1024;
+  const int64_t vpt = (k.row_length + k.block - 1) / k.block;
+  if (vpt > 32) return std::nullopt;
+  auto at = std::find(step.nodes.begin(), step.nodes.end(), step.reduction);
+  const std::vector<int> prologue(step.nodes.begin(), at);
+  const std::vector<int> epilogue(at + 1, step.nodes.end());
+  std::vector<int> all = prologue;
+  all.push_back(step.reduction);
+  all.insert(all.end(), epilogue.begin(), epilogue.end());
+  // Every external input has the input's shape (the same as the output's).
+  if (!CollectInputs(graph, all, -1, shape, &k.inputs)) return std::nullopt;
+
+  int word = 0;
+  std::vector<std::string> exprs;
+  std::string decl = DeclareInputs(k.inputs, "in", &word, &exprs, "off");
+  const char* out_t = StorageTypeName(graph.nodes[step.root].type.output.dtype);
+  absl::StrAppend(&decl, "  ", out_t, "* __restrict__ out = (", out_t, "*)p.w[", word, "];\n");
+  absl::StrAppend(&decl, "  const long long rows = (long long)p.w[", word + 1, "];\n");
+  word += 2;
+  decl += DeclareScalars(k.inputs, "in", &word, &exprs);
+  const char* c = ComputeClassName(sm.type.compute_dtype);
+  const ValueRef input = sm.inputs[0];
+  const std::string x = input.kind == ValueRef::Kind::kNode && Contains(prologue, input.index)
+                            ? absl::StrCat("v", input.index)
+                            : ExprOf(k.inputs, exprs, -1, "")(input);
+  const std::string pro_body =
+      internal::EmitElementwiseNodes(graph, prologue, ExprOf(k.inputs, exprs, -1, ""));
+  const char* sm_t = RegisterTypeName(sm.type.output.dtype);
+  const std::string epi_body = internal::EmitElementwiseNodes(
+      graph, epilogue, ExprOf(k.inputs, exprs, step.reduction, absl::StrCat("v", step.reduction)));
+  const std::string l = absl::StrCat(k.row_length);
+  std::string src = absl::StrCat(
+      "#include <cub/block/block_reduce.cuh>\n", "struct ", name, "_args { unsigned long long w[",
+      word, "]; };\n", "struct ", name, "_max { __device__ __forceinline__ ", c,
+      " operator()(const ", c, "& a, const ", c, "& b) const { return gf::op_maximum<", c,
+      ">(a, b); } };\n", "extern \"C\" __global__ void __launch_bounds__(", k.block, ") ", name,
+      "(const ", name, "_args p) {\n", decl, "  typedef cub::BlockReduce<", c, ", ", k.block,
+      "> reduce_t;\n", "  __shared__ typename reduce_t::TempStorage temp;\n", "  __shared__ ", c,
+      " shared;\n", "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n", "    ",
+      c, " v[", vpt, "];\n", "    ", c, " mx = -gf::inf<", c, ">();\n", "#pragma unroll\n",
+      "    for (int i = 0; i < ", vpt, "; ++i) {\n", "      const int j = threadIdx.x + i * ",
+      k.block, ";\n", "      v[i] = -gf::inf<", c, ">();\n", "      if (j < ", l, ") {\n",
+      "        const long long off = row * ", l, " + j;\n", pro_body, "        v[i] = gf::in<", c,
+      ", ", RegisterTypeName(sm.type.compute_dtype), ">(", x, ");\n",
+      "        mx = gf::op_maximum<", c, ">(mx, v[i]);\n", "      }\n    }\n",
+      "    mx = reduce_t(temp).Reduce(mx, ", name, "_max());\n",
+      "    if (threadIdx.x == 0) shared = mx;\n", "    __syncthreads();\n", "    mx = shared;\n",
+      "    ", c, " sum = 0;\n", "#pragma unroll\n", "    for (int i = 0; i < ", vpt, "; ++i) {\n",
+      "      const int j = threadIdx.x + i * ", k.block, ";\n", "      if (j < ", l,
+      ") sum += exp(v[i] - mx);\n", "    }\n", "    __syncthreads();\n",
+      "    sum = reduce_t(temp).Sum(sum);\n", "    if (threadIdx.x == 0) shared = sum;\n",
+      "    __syncthreads();\n", "    sum = shared;\n", "#pragma unroll\n",
+      "    for (int i = 0; i < ", vpt, "; ++i) {\n", "      const int j = threadIdx.x + i * ",
+      k.block, ";\n", "      if (j < ", l, ") {\n", "        const long long off = row * ", l,
+      " + j;\n", "        const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t, ">(",
+      log ? "v[i] - mx - log(sum)" : "exp(v[i] - mx) / sum", ");\n", epi_body,
+      "        out[off] = gf::cv<", out_t, ">(v", step.root, ");\n", "      }\n    }\n",
+      "    __syncthreads();\n  }\n}\n");
+  k.kernel_source = src;
+  k.source = absl::StrCat(kDeviceLibrary, src);
+  return k;
+}
+
+}  // namespace gpuflow::cuda
