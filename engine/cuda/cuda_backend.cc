@@ -181,9 +181,11 @@ class CudaBackend final : public Backend {
   // Compiles (or finds) the kernel for `source`.
   absl::StatusOr<cudaKernel_t> GetKernel(const std::string& source, const std::string& name,
                                          RunResult& result) {
+    // One module may hold several kernels, so the key is the name and source.
+    const std::string key = absl::StrCat(name, "\n", source);
     {
       absl::MutexLock lock(&kernels_mu_);
-      if (auto it = kernels_.find(source); it != kernels_.end()) {
+      if (auto it = kernels_.find(key); it != kernels_.end()) {
         ++result.kernel_cache_hits;
         return it->second.kernel;
       }
@@ -209,7 +211,7 @@ class CudaBackend final : public Backend {
       return s;
     }
     absl::MutexLock lock(&kernels_mu_);
-    auto [it, inserted] = kernels_.emplace(source, loaded);
+    auto [it, inserted] = kernels_.emplace(key, loaded);
     if (!inserted) cudaLibraryUnload(loaded.library);  // another thread won the race
     return it->second.kernel;
   }

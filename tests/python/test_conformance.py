@@ -329,6 +329,22 @@ def test_reduction(session, op, dtype, axes, keepdims):
     check(got, want, rtol=rtol, atol=1e-3 if dtype == "float16" else 1e-9)
 
 
+# Large enough that the GPU splits the reduced range over many blocks and
+# combines them in a second kernel (regression: the combine kernel once
+# never ran, returning the first block's partial sum).
+@pytest.mark.parametrize("shape,axes", [(((1 << 20) + 3,), None), ((4096, 300), [0]),
+                                        ((3, 1 << 18), [1]), ((64, 2048, 2), [0, 1])], ids=str)
+@pytest.mark.parametrize("op", ["sum", "max", "mean", "any"])
+def test_large_reductions(session, op, shape, axes):
+    x = make("float32", shape, np.random.default_rng(seed(op, shape)))
+    if op == "any":
+        x = (x > 25).astype(np.float32)  # mostly zeros
+    attrs = {} if axes is None else {"axes": axes}
+    got = run(session, [x], lambda g, a: g.op(op, a, **attrs))
+    want = REDUCTIONS[op](x.astype(np.float64), axis=None if axes is None else tuple(axes))
+    check(got, np.asarray(want).astype(got.dtype), rtol=1e-5, atol=1e-3)
+
+
 @pytest.mark.parametrize("ddof", [0, 1, 2.5])
 def test_var_std_ddof(session, ddof):
     x = make("float64", (4, 9), np.random.default_rng(2))
