@@ -19,6 +19,8 @@ timeout 240 python3 bench/gpu_bench.py --target "localhost:$(cat "$dir/port")" \
 kill -TERM $pid; wait $pid
 echo "gpuflowd exit: $?"
 tail -5 "$out/gpuflowd.log"
+echo "transfer (256 MiB, 1 MiB chunks), gpuflowd (cuda) vs bare gRPC:"
+bench/transfer.sh dist --bytes=256MiB --chunk_bytes=1MiB --repeats=7 | tee "$out/transfer.md"
 if [ "${SKIP_CONFORMANCE:-0}" != 1 ]; then
   GPUFLOW_TEST_BACKEND=cuda GPUFLOW_SERVER_BIN=$PWD/dist/bin/gpuflowd timeout 300 \
     python3 -m pytest -q -p no:cacheprovider -n 8 tests/python >"$out/pytest_cuda.log" 2>&1

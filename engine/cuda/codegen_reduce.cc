@@ -259,9 +259,32 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   const std::string convert =
       logical ? absl::StrCat("(gf::cv<bool>(", red_value, ") ? 1 : 0)")
               : absl::StrCat("gf::in<", acc, ", ", RegisterTypeName(compute), ">(", red_value, ")");
-  const std::string accumulate =
-      absl::StrCat("      long long off = ", offset, ";\n", pro_body, "      { const ", acc,
-                   " a = acc; const ", acc, " b = ", convert, "; acc = ", combine, "; }\n");
+  // Adds element `kvar` into accumulator `accvar`, in a scope of its own.
+  auto accumulate_into = [&](const std::string& kvar, const std::string& accvar) {
+    return absl::StrCat("      {\n      const long long k = ", kvar,
+                        ";\n      long long off = ", offset, ";\n", pro_body, "      { const ", acc,
+                        " a = ", accvar, "; const ", acc, " b = ", convert, "; ", accvar, " = ",
+                        combine, "; }\n      }\n");
+  };
+  // Four independent accumulators keep four loads in flight per thread.
+  const std::string init = absl::StrCat("    ", acc, " acc0 = ", ident, ", acc1 = ", ident,
+                                        ", acc2 = ", ident, ", acc3 = ", ident, ";\n");
+  const std::string merge = absl::StrCat(
+      "    ", acc, " acc;\n    { ", acc, " a = acc0, b = acc1; acc0 = ", combine,
+      "; a = acc2; b = acc3; acc2 = ", combine, "; a = acc0; b = acc2; acc = ", combine, "; }\n");
+  const std::string outer_loop = absl::StrCat(
+      init, "    long long kk = k0;\n    for (; kk + 3 < k1; kk += 4) {\n",
+      accumulate_into("kk", "acc0"), accumulate_into("kk + 1", "acc1"),
+      accumulate_into("kk + 2", "acc2"), accumulate_into("kk + 3", "acc3"),
+      "    }\n    for (; kk < k1; ++kk) {\n", accumulate_into("kk", "acc0"), "    }\n", merge);
+  const std::string inner_loop =
+      absl::StrCat(init, "    long long kk = k0 + threadIdx.x;\n    for (; kk + ", 3 * k.block,
+                   " < k1; kk += ", 4 * k.block, ") {\n", accumulate_into("kk", "acc0"),
+                   accumulate_into(absl::StrCat("kk + ", k.block), "acc1"),
+                   accumulate_into(absl::StrCat("kk + ", 2 * k.block), "acc2"),
+                   accumulate_into(absl::StrCat("kk + ", 3 * k.block), "acc3"),
+                   "    }\n    for (; kk < k1; kk += ", k.block, ") {\n",
+                   accumulate_into("kk", "acc0"), "    }\n", merge);
   // Writes output m from `acc`.
   const char* red_t = RegisterTypeName(red.type.output.dtype);
   const std::string epi_body = internal::EmitElementwiseNodes(
@@ -283,22 +306,20 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
     absl::StrAppend(&src, "  const long long k0 = (long long)blockIdx.y * chunk;\n",
                     "  const long long k1 = k0 + chunk < R ? k0 + chunk : R;\n",
                     "  for (long long m = (long long)blockIdx.x * ", k.block,
-                    " + threadIdx.x; m < M; m += (long long)gridDim.x * ", k.block, ") {\n", "    ",
-                    acc, " acc = ", ident, ";\n", "    for (long long k = k0; k < k1; ++k) {\n",
-                    accumulate, "    }\n", "    if (splits == 1) {\n", write, "    } else {\n",
+                    " + threadIdx.x; m < M; m += (long long)gridDim.x * ", k.block, ") {\n",
+                    outer_loop, "    if (splits == 1) {\n", write, "    } else {\n",
                     "      scratch[(long long)blockIdx.y * M + m] = acc;\n    }\n  }\n}\n");
   } else {
-    absl::StrAppend(
-        &src, "  typedef cub::BlockReduce<", acc, ", ", k.block, "> reduce_t;\n",
-        "  __shared__ typename reduce_t::TempStorage temp;\n",
-        "  const long long k0 = (long long)blockIdx.y * chunk;\n",
-        "  const long long k1 = k0 + chunk < R ? k0 + chunk : R;\n",
-        "  for (long long m = blockIdx.x; m < M; m += gridDim.x) {\n", "    ", acc,
-        " acc = ", ident, ";\n", "    for (long long k = k0 + threadIdx.x; k < k1; k += ", k.block,
-        ") {\n", accumulate, "    }\n", "    acc = reduce_t(temp).Reduce(acc, ", name, "_op());\n",
-        "    if (threadIdx.x == 0) {\n", "      if (splits == 1) {\n", write, "      } else {\n",
-        "        scratch[(long long)blockIdx.y * M + m] = acc;\n      }\n    }\n",
-        "    __syncthreads();\n  }\n}\n");
+    absl::StrAppend(&src, "  typedef cub::BlockReduce<", acc, ", ", k.block, "> reduce_t;\n",
+                    "  __shared__ typename reduce_t::TempStorage temp;\n",
+                    "  const long long k0 = (long long)blockIdx.y * chunk;\n",
+                    "  const long long k1 = k0 + chunk < R ? k0 + chunk : R;\n",
+                    "  for (long long m = blockIdx.x; m < M; m += gridDim.x) {\n", inner_loop,
+                    "    acc = reduce_t(temp).Reduce(acc, ", name, "_op());\n",
+                    "    if (threadIdx.x == 0) {\n", "      if (splits == 1) {\n", write,
+                    "      } else {\n",
+                    "        scratch[(long long)blockIdx.y * M + m] = acc;\n      }\n    }\n",
+                    "    __syncthreads();\n  }\n}\n");
   }
   // Combines the splits' accumulators.
   absl::StrAppend(&src, "extern \"C\" __global__ void __launch_bounds__(256) ", name,
@@ -377,14 +398,14 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
       "    if (threadIdx.x == 0) shared = mx;\n", "    __syncthreads();\n", "    mx = shared;\n",
       "    ", c, " sum = 0;\n", "#pragma unroll\n", "    for (int i = 0; i < ", vpt, "; ++i) {\n",
       "      const int j = threadIdx.x + i * ", k.block, ";\n", "      if (j < ", l,
-      ") sum += exp(v[i] - mx);\n", "    }\n", "    __syncthreads();\n",
-      "    sum = reduce_t(temp).Sum(sum);\n", "    if (threadIdx.x == 0) shared = sum;\n",
-      "    __syncthreads();\n", "    sum = shared;\n", "#pragma unroll\n",
-      "    for (int i = 0; i < ", vpt, "; ++i) {\n", "      const int j = threadIdx.x + i * ",
-      k.block, ";\n", "      if (j < ", l, ") {\n", "        const long long off = row * ", l,
-      " + j;\n", "        const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t, ">(",
-      log ? "v[i] - mx - log(sum)" : "exp(v[i] - mx) / sum", ");\n", epi_body,
-      "        out[off] = gf::cv<", out_t, ">(v", step.root, ");\n", "      }\n    }\n",
+      log ? ") sum += exp(v[i] - mx);\n" : ") { v[i] = exp(v[i] - mx); sum += v[i]; }\n", "    }\n",
+      "    __syncthreads();\n", "    sum = reduce_t(temp).Sum(sum);\n",
+      "    if (threadIdx.x == 0) shared = sum;\n", "    __syncthreads();\n", "    sum = shared;\n",
+      "#pragma unroll\n", "    for (int i = 0; i < ", vpt, "; ++i) {\n",
+      "      const int j = threadIdx.x + i * ", k.block, ";\n", "      if (j < ", l, ") {\n",
+      "        const long long off = row * ", l, " + j;\n", "        const ", sm_t, " v",
+      step.reduction, " = gf::cv<", sm_t, ">(", log ? "v[i] - mx - log(sum)" : "v[i] / sum", ");\n",
+      epi_body, "        out[off] = gf::cv<", out_t, ">(v", step.root, ");\n", "      }\n    }\n",
       "    __syncthreads();\n  }\n}\n");
   k.kernel_source = src;
   k.source = absl::StrCat(kDeviceLibrary, src);

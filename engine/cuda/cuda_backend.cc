@@ -328,7 +328,7 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
     words.push_back(static_cast<uint64_t>(k.rows));
     scalar_words(k.inputs, words);
     if (absl::Status s =
-            Launch(*kernel, std::min<int64_t>(k.rows, sms * 16), 1, k.block, words, stream);
+            Launch(*kernel, std::min<int64_t>(k.rows, int64_t{1} << 30), 1, k.block, words, stream);
         !s.ok()) {
       return s;
     }
