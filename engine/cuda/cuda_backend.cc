@@ -385,11 +385,13 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
     return s;
   }
   if (splits > 1) {
-    absl::StatusOr<cudaKernel_t> finalize = GetKernel(k.source, k.name + "_finalize", result);
+    // Few outputs: a block combines each output's partials; many: a thread.
+    const bool by_block = m < 4 * sms;
+    absl::StatusOr<cudaKernel_t> finalize =
+        GetKernel(k.source, k.name + (by_block ? "_finalize_block" : "_finalize"), result);
     if (!finalize.ok()) return finalize.status();
-    if (absl::Status s =
-            Launch(*finalize, std::min<int64_t>((m + 255) / 256, sms * 32), 1, 256, words, stream);
-        !s.ok()) {
+    const int64_t finalize_blocks = by_block ? m : std::min<int64_t>((m + 255) / 256, sms * 32);
+    if (absl::Status s = Launch(*finalize, finalize_blocks, 1, 256, words, stream); !s.ok()) {
       return s;
     }
   }

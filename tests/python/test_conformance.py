@@ -333,7 +333,8 @@ def test_reduction(session, op, dtype, axes, keepdims):
 # combines them in a second kernel (regression: the combine kernel once
 # never ran, returning the first block's partial sum).
 @pytest.mark.parametrize("shape,axes", [(((1 << 20) + 3,), None), ((4096, 300), [0]),
-                                        ((3, 1 << 18), [1]), ((64, 2048, 2), [0, 1])], ids=str)
+                                        ((3, 1 << 18), [1]), ((64, 2048, 2), [0, 1]),
+                                        ((600, 1000), [0])], ids=str)
 @pytest.mark.parametrize("op", ["sum", "max", "mean", "any"])
 def test_large_reductions(session, op, shape, axes):
     x = make("float32", shape, np.random.default_rng(seed(op, shape)))
