@@ -238,6 +238,18 @@ inline int64_t WrapSub(int64_t a, int64_t b) {
 inline int64_t WrapMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
+
+// a * b in a compute type: logical and for bool, wrapping for int64.
+template <typename C>
+C MultiplyInCompute(C a, C b) {
+  if constexpr (std::is_same_v<C, bool>) {
+    return a && b;
+  } else if constexpr (std::is_same_v<C, int64_t>) {
+    return WrapMul(a, b);
+  } else {
+    return a * b;
+  }
+}
 inline int64_t WrapNeg(int64_t a) {
   return static_cast<int64_t>(uint64_t{0} - static_cast<uint64_t>(a));
 }

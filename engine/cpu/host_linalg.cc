@@ -27,17 +27,6 @@ C MulAdd(C acc, C a, C b) {
   }
 }
 
-template <typename C>
-C Multiply(C a, C b) {
-  if constexpr (std::is_same_v<C, bool>) {
-    return a && b;
-  } else if constexpr (std::is_same_v<C, int64_t>) {
-    return WrapMul(a, b);
-  } else {
-    return a * b;
-  }
-}
-
 // dot with a 0-d operand: broadcast multiplication.
 absl::Status ScalarProduct(const HostConstView& a, const HostConstView& b, const HostView& out,
                            DType compute, const HostKernelOptions& options) {
@@ -62,7 +51,7 @@ absl::Status ScalarProduct(const HostConstView& a, const HostConstView& b, const
       ForEachRun(loop, begin, end, [&](int64_t n, const int64_t* off, const int64_t* step) {
         load_a(a.data, off[1], step[1], n, x);
         load_b(b.data, off[2], step[2], n, y);
-        for (int64_t i = 0; i < n; ++i) x[i] = Multiply(x[i], y[i]);
+        for (int64_t i = 0; i < n; ++i) x[i] = MultiplyInCompute(x[i], y[i]);
         store(x, n, out.data, off[0], step[0]);
       });
     });

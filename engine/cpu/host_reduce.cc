@@ -35,17 +35,6 @@ C Plus(C a, C b) {
 }
 
 template <typename C>
-C Times(C a, C b) {
-  if constexpr (std::is_same_v<C, bool>) {
-    return a && b;
-  } else if constexpr (std::is_same_v<C, int64_t>) {
-    return WrapMul(a, b);
-  } else {
-    return a * b;
-  }
-}
-
-template <typename C>
 bool IsNaN(C v) {
   if constexpr (std::is_same_v<C, double>) {
     return std::isnan(v);
@@ -81,9 +70,9 @@ template <typename C>
 struct ProdAcc {
   C value = C{1};
   void Add(const C* v, int64_t n, int64_t /*first*/) {
-    for (int64_t i = 0; i < n; ++i) value = Times(value, v[i]);
+    for (int64_t i = 0; i < n; ++i) value = MultiplyInCompute(value, v[i]);
   }
-  void Merge(const ProdAcc& later) { value = Times(value, later.value); }
+  void Merge(const ProdAcc& later) { value = MultiplyInCompute(value, later.value); }
 };
 
 template <typename C, bool kMax>
@@ -564,7 +553,7 @@ absl::Status RunScan(const ValidatedNode& node, const HostConstView& input, cons
         C acc = is_prod ? C{1} : C{0};
         ForEachRowBlock(load, input.data, base, rows, buf, [&](C* v, int64_t n, int64_t j) {
           for (int64_t i = 0; i < n; ++i) {
-            acc = is_prod ? Times(acc, v[i]) : Plus(acc, v[i]);
+            acc = is_prod ? MultiplyInCompute(acc, v[i]) : Plus(acc, v[i]);
             v[i] = acc;
           }
           store(v, n, out.data, base + j * rows.stride, rows.stride);
