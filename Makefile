@@ -11,7 +11,7 @@ PYTHON       ?= /usr/bin/python3
 PORT         ?= 50051
 CMAKE_ARGS   ?=
 
-.PHONY: all deps configure build test test-cpp test-python check-format format serve clean bench-transfer
+.PHONY: all deps configure build test test-cpp test-python test-sanitize check-format format serve clean bench-transfer
 
 all: build
 
@@ -51,4 +51,16 @@ bench-transfer: build
 	bench/transfer.sh $(BUILD_DIR)
 
 clean:
-	rm -rf $(BUILD_DIR) clients/python/gpuflow/v1
+	rm -rf $(BUILD_DIR) build-sanitize clients/python/gpuflow/v1
+
+# The C++ tests again under AddressSanitizer and UndefinedBehaviorSanitizer
+# (a separate build in build-sanitize; the NVRTC compile tests are skipped
+# there, they run in `make test`).
+test-sanitize: deps
+	@if [ ! -f build-sanitize/build.ninja ]; then \
+	  cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUFLOW_SANITIZE=ON \
+	    -DGPUFLOW_BUILD_BENCH=OFF -DGPUFLOW_CUDA=$(GPUFLOW_CUDA) $(CMAKE_ARGS); \
+	fi
+	cmake --build build-sanitize -j $(JOBS)
+	cd build-sanitize && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -E "CodegenTest|NvrtcTest"
