@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU host, with a bundle built here (see bench/README.md):
 #   scripts/gpu_check.sh OUTDIR
-# Runs the GPU benchmark and the conformance suite against the CUDA backend.
+# Runs the GPU benchmark and the conformance suite against the CUDA backend
+# (SKIP_BENCH=1 or SKIP_CONFORMANCE=1 leave one out).
 set -uo pipefail
 out=${1:-/tmp/gpuflow-out}
 mkdir -p "$out"
@@ -14,13 +15,13 @@ dist/bin/gpuflowd --backend=cuda --port=0 --port_file="$dir/port" --max_session_
 pid=$!
 for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.1; done
 [ -s "$dir/port" ] || { echo "gpuflowd did not start"; cat "$out/gpuflowd.log"; exit 1; }
-timeout 240 python3 bench/gpu_bench.py --target "localhost:$(cat "$dir/port")" \
+[ "${SKIP_BENCH:-0}" = 1 ] || timeout 240 python3 bench/gpu_bench.py --target "localhost:$(cat "$dir/port")" \
   --out "$out/gpu_results.json" 2>&1 | tail -60
 kill -TERM $pid; wait $pid
 echo "gpuflowd exit: $?"
 tail -5 "$out/gpuflowd.log"
 echo "transfer (256 MiB, 1 MiB chunks), gpuflowd (cuda) vs bare gRPC:"
-bench/transfer.sh dist --bytes=256MiB --chunk_bytes=1MiB --repeats=7 | tee "$out/transfer.md"
+[ "${SKIP_BENCH:-0}" = 1 ] || bench/transfer.sh dist --bytes=256MiB --chunk_bytes=1MiB --repeats=7 | tee "$out/transfer.md"
 if [ "${SKIP_CONFORMANCE:-0}" != 1 ]; then
   GPUFLOW_TEST_BACKEND=cuda GPUFLOW_SERVER_BIN=$PWD/dist/bin/gpuflowd timeout 300 \
     python3 -m pytest -q -p no:cacheprovider -n 8 tests/python >"$out/pytest_cuda.log" 2>&1
