@@ -21,9 +21,6 @@ using ::gpuflow::testing::IsOk;
 using ::gpuflow::testing::StatusIs;
 using ::testing::HasSubstr;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 const std::vector<Shape>& OddShapes() {
   static const auto* shapes =
       new std::vector<Shape>{S({}), S({0}), S({1}), S({7}), S({1023}), S({65539}), S({3, 0, 2})};

@@ -26,8 +26,6 @@ using ::gpuflow::testing::IsOk;
 using ::gpuflow::testing::StatusIs;
 using ::testing::HasSubstr;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // Validates `graph` against `arrays` and runs every node on the host; returns
 // the node results by id.
 absl::StatusOr<std::map<std::string, TestArray>> Evaluate(

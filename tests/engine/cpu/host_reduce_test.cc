@@ -22,9 +22,6 @@ using ::gpuflow::testing::IsOk;
 using ::gpuflow::testing::StatusIs;
 using ::testing::HasSubstr;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 // The values of each output's reduced elements, in C order.
 std::vector<std::vector<double>> Groups(const TestArray& x, const std::vector<int64_t>& axes) {
   const int rank = x.shape.rank();

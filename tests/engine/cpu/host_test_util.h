@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,9 @@
 #include "gtest/gtest.h"
 
 namespace gpuflow::host_test {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 inline Shape S(std::initializer_list<int64_t> dims) { return Shape::Create(dims).value(); }
 inline Shape S(const std::vector<int64_t>& dims) { return Shape::Create(dims).value(); }
