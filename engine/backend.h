@@ -82,6 +82,37 @@ struct RunResult {
   std::vector<StepTiming> steps;
 };
 
+// Kernel cache counters since the backend started (all zero on the CPU
+// backend, which compiles nothing).
+struct KernelCacheStats {
+  int64_t memory_hits = 0;
+  int64_t disk_hits = 0;
+  int64_t misses = 0;  // lookups that ran the compiler
+  int64_t compiles = 0;
+  double compile_seconds = 0;
+  int64_t evictions = 0;       // disk entries removed to stay within the bound
+  int64_t memory_entries = 0;  // loaded kernels
+  int64_t disk_entries = 0;
+  int64_t disk_bytes = 0;
+};
+
+// What Backend::Precompile did.
+struct PrecompileResult {
+  int kernels_compiled = 0;
+  // Kernels already in the memory or disk cache.
+  int kernels_cached = 0;
+  double compile_seconds = 0;
+};
+
+// Memory figures for metrics and ServerInfo. Absent values are unknown to the
+// backend (the CPU backend has no pool or device).
+struct MemoryStats {
+  std::optional<int64_t> pool_used_bytes;
+  std::optional<int64_t> pool_reserved_bytes;
+  std::optional<int64_t> device_free_bytes;
+  std::optional<int64_t> device_total_bytes;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -95,6 +126,11 @@ class Backend {
   virtual bool healthy() const = 0;
 
   virtual absl::StatusOr<std::unique_ptr<Stream>> CreateStream() = 0;
+
+  // Counters of the kernel cache; cheap, thread-safe.
+  virtual KernelCacheStats kernel_cache_stats() const { return {}; }
+  // Pool and device memory; thread-safe.
+  virtual MemoryStats memory_stats() const { return {}; }
 
   // Allocates `bytes` (may be 0), ordered on `stream`. RESOURCE_EXHAUSTED
   // naming the size when memory runs out. Contents are unspecified.
@@ -119,6 +155,14 @@ class Backend {
   virtual absl::StatusOr<RunResult> Run(const ValidatedGraph& graph, const Plan& plan,
                                         absl::Span<const Array> arrays, Stream& stream,
                                         const RunOptions& options) = 0;
+
+  // Compiles (or loads from the kernel cache) every kernel Run would use
+  // for `plan`, without running anything, so later Runs find them warm.
+  // The CPU backend compiles nothing. Errors name the step.
+  virtual absl::StatusOr<PrecompileResult> Precompile(const ValidatedGraph& /*graph*/,
+                                                      const Plan& /*plan*/) {
+    return PrecompileResult{};
+  }
 };
 
 // OUT_OF_RANGE unless [offset, offset + n) lies inside a buffer of `size`

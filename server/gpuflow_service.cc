@@ -18,11 +18,13 @@ namespace gpuflow::server {
 
 namespace {
 
-grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
-                                      const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+// Sums the inline result bytes of an Execute reply (metrics).
+int64_t InlineBytes(const v1::ExecuteResponse& response) {
+  int64_t bytes = 0;
+  for (const v1::OutputResult& output : response.outputs()) {
+    if (output.has_value()) bytes += static_cast<int64_t>(output.value().data().size());
+  }
+  return bytes;
 }
 
 void FillSessionInfo(const Session& session, v1::SessionInfo* info) {
@@ -37,13 +39,22 @@ void FillSessionInfo(const Session& session, v1::SessionInfo* info) {
 }  // namespace
 
 GpuFlowService::GpuFlowService(Backend& backend, SessionRegistry& registry, PlanCache& plans,
-                               GraphRunner& runner, ComputePool& pool, ServiceOptions options)
+                               GraphRunner& runner, ComputePool& pool, ServiceOptions options,
+                               Telemetry telemetry)
     : backend_(backend),
       registry_(registry),
       plans_(plans),
       runner_(runner),
       pool_(pool),
-      options_(options) {}
+      options_(options),
+      telemetry_(telemetry) {}
+
+grpc::ServerUnaryReactor* GpuFlowService::Finish(grpc::CallbackServerContext* context,
+                                                 RpcObserver& call, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(call.Finish(status));
+  return reactor;
+}
 
 absl::StatusOr<std::shared_ptr<Session>> GpuFlowService::FindSession(const std::string& id) {
   if (!backend_.healthy()) {
@@ -57,6 +68,7 @@ absl::StatusOr<std::shared_ptr<Session>> GpuFlowService::FindSession(const std::
 grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerContext* context,
                                                         const v1::GetServerInfoRequest* /*request*/,
                                                         v1::ServerInfo* response) {
+  RpcObserver call(telemetry_, RpcMethod::kGetServerInfo);
   response->set_version(GPUFLOW_VERSION);
   response->set_backend(std::string(backend_.name()));
   response->set_device(backend_.device_description());
@@ -82,7 +94,17 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   plan_cache->set_misses(plan_stats.misses);
   plan_cache->set_evictions(plan_stats.evictions);
   plan_cache->set_entries(plan_stats.entries);
-  return FinishUnary(context, absl::OkStatus());
+  // entries: kernels loaded in memory; bytes: the on-disk cache's size.
+  const KernelCacheStats kernel_stats = backend_.kernel_cache_stats();
+  v1::CacheStats* kernel_cache = response->mutable_kernel_cache();
+  kernel_cache->set_memory_hits(kernel_stats.memory_hits);
+  kernel_cache->set_disk_hits(kernel_stats.disk_hits);
+  kernel_cache->set_misses(kernel_stats.misses);
+  kernel_cache->set_evictions(kernel_stats.evictions);
+  kernel_cache->set_compile_seconds(kernel_stats.compile_seconds);
+  kernel_cache->set_entries(kernel_stats.memory_entries);
+  kernel_cache->set_bytes(kernel_stats.disk_bytes);
+  return Finish(context, call, absl::OkStatus());
 }
 
 // ---------------------------------------------------------------- sessions
@@ -90,33 +112,46 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* GpuFlowService::CreateSession(grpc::CallbackServerContext* context,
                                                         const v1::CreateSessionRequest* request,
                                                         v1::SessionInfo* response) {
+  RpcObserver call(telemetry_, RpcMethod::kCreateSession);
+  call.set_session_label(request->label());
   if (!backend_.healthy()) {
-    return FinishUnary(context, absl::UnavailableError("the backend is unhealthy"));
+    return Finish(context, call, absl::UnavailableError("the backend is unhealthy"));
   }
   SessionOptions options;
   options.label = request->label();
   options.memory_limit_bytes = request->memory_limit_bytes();
   if (request->has_idle_ttl()) options.idle_ttl = DurationFromProto(request->idle_ttl());
   absl::StatusOr<std::shared_ptr<Session>> session = registry_.Create(options);
-  if (!session.ok()) return FinishUnary(context, session.status());
+  if (!session.ok()) return Finish(context, call, session.status());
+  call.set_session(**session);
   FillSessionInfo(**session, response);
-  return FinishUnary(context, absl::OkStatus());
+  return Finish(context, call, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::CloseSession(grpc::CallbackServerContext* context,
                                                        const v1::CloseSessionRequest* request,
                                                        v1::CloseSessionResponse* response) {
+  RpcObserver call(telemetry_, RpcMethod::kCloseSession);
+  call.set_session_id(request->session_id());
+  if (std::shared_ptr<Session> session = registry_.Peek(request->session_id())) {
+    call.set_session(*session);
+  }
   absl::StatusOr<int64_t> freed = registry_.Close(request->session_id());
   if (freed.ok()) response->set_freed_bytes(*freed);
-  return FinishUnary(context, freed.status());
+  return Finish(context, call, freed.status());
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::KeepAlive(grpc::CallbackServerContext* context,
                                                     const v1::KeepAliveRequest* request,
                                                     v1::SessionInfo* response) {
+  RpcObserver call(telemetry_, RpcMethod::kKeepAlive);
+  call.set_session_id(request->session_id());
   absl::StatusOr<std::shared_ptr<Session>> session = FindSession(request->session_id());
-  if (session.ok()) FillSessionInfo(**session, response);
-  return FinishUnary(context, session.status());
+  if (session.ok()) {
+    call.set_session(**session);
+    FillSessionInfo(**session, response);
+  }
+  return Finish(context, call, session.status());
 }
 
 // ---------------------------------------------------------------- upload
@@ -129,7 +164,10 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<v1::U
  public:
   UploadReactor(GpuFlowService& service, grpc::CallbackServerContext* context,
                 v1::ArrayInfo* response)
-      : service_(service), context_(context), response_(response) {
+      : service_(service),
+        context_(context),
+        response_(response),
+        call_(service.telemetry_, RpcMethod::kUploadArray) {
     StartRead(&request_);
   }
 
@@ -159,7 +197,7 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<v1::U
       buffer_.reset();
       reservation_ = MemoryReservation();
     }
-    Finish(ToGrpcStatus(status));
+    Finish(call_.Finish(status));
   }
 
   absl::Status HandleHeader() {
@@ -168,9 +206,11 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<v1::U
     }
     header_seen_ = true;
     const v1::UploadHeader& header = request_.header();
+    call_.set_session_id(header.session_id());
     absl::StatusOr<std::shared_ptr<Session>> session = service_.FindSession(header.session_id());
     if (!session.ok()) return session.status();
     session_ = std::move(*session);
+    call_.set_session(*session_);
     if (absl::Status s = ValidateName(header.name(), "array name"); !s.ok()) return s;
     name_ = header.name();
     absl::StatusOr<DType> dtype = DTypeFromProto(header.dtype());
@@ -221,6 +261,9 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<v1::U
     // The next read reuses `request_`, so the copy must be done with it.
     if (absl::Status s = service_.backend_.Synchronize(stream); !s.ok()) return s;
     received_ += n;
+    if (ServerMetrics* metrics = service_.telemetry_.metrics) {
+      metrics->AddTransferBytes(TransferDirection::kUpload, n);
+    }
     service_.registry_.Touch(*session_);
     return absl::OkStatus();
   }
@@ -249,6 +292,7 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<v1::U
   std::unique_ptr<DeviceBuffer> buffer_;
   Array array_;
   int64_t received_ = 0;
+  RpcObserver call_;
 };
 
 grpc::ServerReadReactor<v1::UploadArrayRequest>* GpuFlowService::UploadArray(
@@ -263,22 +307,23 @@ grpc::ServerReadReactor<v1::UploadArrayRequest>* GpuFlowService::UploadArray(
 class GpuFlowService::DownloadReactor final
     : public grpc::ServerWriteReactor<v1::DownloadArrayResponse> {
  public:
-  DownloadReactor(GpuFlowService& service, const v1::DownloadArrayRequest& request) {
+  DownloadReactor(GpuFlowService& service, const v1::DownloadArrayRequest& request)
+      : metrics_(service.telemetry_.metrics), call_(service.telemetry_, RpcMethod::kDownloadArray) {
     absl::Status status = Start(service, request);
-    if (!status.ok()) Finish(ToGrpcStatus(status));
+    if (!status.ok()) Finish(call_.Finish(status));
   }
 
   void OnWriteDone(bool ok) override {
     if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "download cancelled"));
+      Finish(call_.Finish(grpc::Status(grpc::StatusCode::CANCELLED, "download cancelled")));
       return;
     }
     if (sent_ == array_.num_bytes()) {
-      Finish(grpc::Status::OK);
+      Finish(call_.Finish(grpc::Status::OK));
       return;
     }
     absl::Status status = WriteNextChunk();
-    if (!status.ok()) Finish(ToGrpcStatus(status));
+    if (!status.ok()) Finish(call_.Finish(status));
   }
 
   void OnDone() override { delete this; }
@@ -286,9 +331,11 @@ class GpuFlowService::DownloadReactor final
  private:
   absl::Status Start(GpuFlowService& service, const v1::DownloadArrayRequest& request) {
     backend_ = &service.backend_;
+    call_.set_session_id(request.session_id());
     absl::StatusOr<std::shared_ptr<Session>> session = service.FindSession(request.session_id());
     if (!session.ok()) return session.status();
     session_ = std::move(*session);
+    call_.set_session(*session_);
     absl::StatusOr<Array> array = session_->GetArray(request.name());
     if (!array.ok()) return array.status();
     array_ = std::move(*array);
@@ -314,6 +361,7 @@ class GpuFlowService::DownloadReactor final
     }
     if (absl::Status s = backend_->Synchronize(stream); !s.ok()) return s;
     sent_ += n;
+    if (metrics_ != nullptr) metrics_->AddTransferBytes(TransferDirection::kDownload, n);
     StartWrite(&response_);
     return absl::OkStatus();
   }
@@ -324,6 +372,8 @@ class GpuFlowService::DownloadReactor final
   int64_t chunk_bytes_ = 0;
   int64_t sent_ = 0;
   v1::DownloadArrayResponse response_;
+  ServerMetrics* const metrics_;
+  RpcObserver call_;
 };
 
 grpc::ServerWriteReactor<v1::DownloadArrayResponse>* GpuFlowService::DownloadArray(
@@ -336,75 +386,135 @@ grpc::ServerWriteReactor<v1::DownloadArrayResponse>* GpuFlowService::DownloadArr
 grpc::ServerUnaryReactor* GpuFlowService::ListArrays(grpc::CallbackServerContext* context,
                                                      const v1::ListArraysRequest* request,
                                                      v1::ListArraysResponse* response) {
+  RpcObserver call(telemetry_, RpcMethod::kListArrays);
+  call.set_session_id(request->session_id());
   absl::StatusOr<std::shared_ptr<Session>> session = FindSession(request->session_id());
-  if (!session.ok()) return FinishUnary(context, session.status());
+  if (!session.ok()) return Finish(context, call, session.status());
+  call.set_session(**session);
   for (const ArrayEntry& entry : (*session)->ListArrays()) {
     FillArrayInfo(entry.name, entry.array, response->add_arrays());
   }
   response->set_memory_used_bytes((*session)->memory_used_bytes());
   response->set_memory_limit_bytes((*session)->memory_limit_bytes());
-  return FinishUnary(context, absl::OkStatus());
+  return Finish(context, call, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::GetArrayInfo(grpc::CallbackServerContext* context,
                                                        const v1::GetArrayInfoRequest* request,
                                                        v1::ArrayInfo* response) {
+  RpcObserver call(telemetry_, RpcMethod::kGetArrayInfo);
+  call.set_session_id(request->session_id());
   absl::StatusOr<std::shared_ptr<Session>> session = FindSession(request->session_id());
-  if (!session.ok()) return FinishUnary(context, session.status());
+  if (!session.ok()) return Finish(context, call, session.status());
+  call.set_session(**session);
   absl::StatusOr<Array> array = (*session)->GetArray(request->name());
   if (array.ok()) FillArrayInfo(request->name(), *array, response);
-  return FinishUnary(context, array.status());
+  return Finish(context, call, array.status());
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::DeleteArray(grpc::CallbackServerContext* context,
                                                       const v1::DeleteArrayRequest* request,
                                                       v1::DeleteArrayResponse* response) {
+  RpcObserver call(telemetry_, RpcMethod::kDeleteArray);
+  call.set_session_id(request->session_id());
   absl::StatusOr<std::shared_ptr<Session>> session = FindSession(request->session_id());
-  if (!session.ok()) return FinishUnary(context, session.status());
+  if (!session.ok()) return Finish(context, call, session.status());
+  call.set_session(**session);
   absl::StatusOr<int64_t> freed = (*session)->DeleteArray(request->name());
   if (freed.ok()) response->set_freed_bytes(*freed);
-  return FinishUnary(context, freed.status());
+  return Finish(context, call, freed.status());
 }
 
 // ---------------------------------------------------------------- graphs
 
 grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(grpc::CallbackServerContext* context,
-                                                    const std::string& session_id,
+                                                    RpcObserver call, const std::string& session_id,
                                                     std::function<absl::Status(Session&)> work) {
+  call.set_session_id(session_id);
   absl::StatusOr<std::shared_ptr<Session>> session = FindSession(session_id);
-  if (!session.ok()) return FinishUnary(context, session.status());
+  if (!session.ok()) return Finish(context, call, session.status());
+  call.set_session(**session);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  pool_.Submit([reactor, session = *std::move(session), work = std::move(work)] {
-    reactor->Finish(ToGrpcStatus(work(*session)));
+  // std::function needs a copyable task, so the observer travels by pointer.
+  auto observer = std::make_shared<RpcObserver>(std::move(call));
+  pool_.Submit([reactor, observer, session = *std::move(session), work = std::move(work)] {
+    reactor->Finish(observer->Finish(work(*session)));
   });
   return reactor;
+}
+
+void GpuFlowService::ObserveCompiles(RpcMethod method, const std::string& session_label,
+                                     int kernels, double seconds, int cached) {
+  if (kernels <= 0) return;
+  if (telemetry_.metrics != nullptr) telemetry_.metrics->RecordCompiles(kernels, seconds);
+  if (telemetry_.log != nullptr) {
+    telemetry_.log->Debug("kernels compiled", {{"method", RpcMethodName(method)},
+                                               {"session_label", session_label},
+                                               {"kernels", kernels},
+                                               {"compile_ms", seconds * 1e3},
+                                               {"cached", cached}});
+  }
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::Execute(grpc::CallbackServerContext* context,
                                                   const v1::ExecuteRequest* request,
                                                   v1::ExecuteResponse* response) {
-  return RunOnPool(context, request->session_id(), [this, request, response](Session& session) {
-    return runner_.Execute(session, *request, response);
-  });
+  return RunOnPool(context, RpcObserver(telemetry_, RpcMethod::kExecute), request->session_id(),
+                   [this, request, response](Session& session) {
+                     absl::Status status = runner_.Execute(session, *request, response);
+                     if (!status.ok()) return status;
+                     const v1::Timings& timings = response->timings();
+                     if (telemetry_.metrics != nullptr) {
+                       telemetry_.metrics->RecordExecute(timings);
+                       telemetry_.metrics->AddTransferBytes(TransferDirection::kDownload,
+                                                            InlineBytes(*response));
+                     }
+                     if (!timings.plan_cache_hit() && telemetry_.log != nullptr) {
+                       telemetry_.log->Debug("plan cache miss",
+                                             {{"method", "Execute"},
+                                              {"session_label", session.label()},
+                                              {"plan_ms", timings.plan_seconds() * 1e3}});
+                     }
+                     ObserveCompiles(RpcMethod::kExecute, session.label(),
+                                     timings.kernels_compiled(), timings.compile_seconds(),
+                                     timings.kernel_cache_hits());
+                     return status;
+                   });
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::Benchmark(grpc::CallbackServerContext* context,
                                                     const v1::BenchmarkRequest* request,
                                                     v1::BenchmarkResponse* response) {
-  return RunOnPool(context, request->session_id(), [this, request, response](Session& session) {
-    return runner_.Benchmark(session, *request, response);
-  });
+  return RunOnPool(context, RpcObserver(telemetry_, RpcMethod::kBenchmark), request->session_id(),
+                   [this, request, response](Session& session) {
+                     absl::Status status = runner_.Benchmark(session, *request, response);
+                     // Kernels compile in the first run only.
+                     if (status.ok()) {
+                       ObserveCompiles(RpcMethod::kBenchmark, session.label(),
+                                       response->first_run().kernels_compiled(),
+                                       response->first_run().compile_seconds(),
+                                       response->first_run().kernel_cache_hits());
+                     }
+                     return status;
+                   });
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::Precompile(grpc::CallbackServerContext* context,
                                                      const v1::PrecompileRequest* request,
                                                      v1::PrecompileResponse* response) {
+  RpcObserver call(telemetry_, RpcMethod::kPrecompile);
   if (!backend_.healthy()) {
-    return FinishUnary(context, absl::UnavailableError("the backend is unhealthy"));
+    return Finish(context, call, absl::UnavailableError("the backend is unhealthy"));
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  pool_.Submit([this, reactor, request, response] {
-    reactor->Finish(ToGrpcStatus(runner_.Precompile(*request, response)));
+  auto observer = std::make_shared<RpcObserver>(std::move(call));
+  pool_.Submit([this, reactor, observer, request, response] {
+    absl::Status status = runner_.Precompile(*request, response);
+    if (status.ok()) {
+      ObserveCompiles(RpcMethod::kPrecompile, "", response->kernels_compiled(),
+                      response->compile_seconds(), response->kernels_cached());
+    }
+    reactor->Finish(observer->Finish(status));
   });
   return reactor;
 }

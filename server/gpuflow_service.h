@@ -17,6 +17,7 @@
 #include "gpuflow/v1/service.grpc.pb.h"
 #include "server/compute_pool.h"
 #include "server/graph_runner.h"
+#include "server/rpc_observer.h"
 #include "server/session_registry.h"
 
 namespace gpuflow::server {
@@ -35,8 +36,9 @@ struct ServiceOptions {
 class GpuFlowService final : public v1::GpuFlow::CallbackService {
  public:
   // Everything passed in must outlive the service. Graph work runs on `pool`.
+  // Every call is reported to `telemetry` (metrics, request log, health).
   GpuFlowService(Backend& backend, SessionRegistry& registry, PlanCache& plans, GraphRunner& runner,
-                 ComputePool& pool, ServiceOptions options);
+                 ComputePool& pool, ServiceOptions options, Telemetry telemetry = {});
 
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const v1::GetServerInfoRequest* request,
@@ -82,9 +84,15 @@ class GpuFlowService final : public v1::GpuFlow::CallbackService {
 
   // Finds the session, then runs `work` on the compute pool and finishes the
   // call with its status.
-  grpc::ServerUnaryReactor* RunOnPool(grpc::CallbackServerContext* context,
+  grpc::ServerUnaryReactor* RunOnPool(grpc::CallbackServerContext* context, RpcObserver call,
                                       const std::string& session_id,
                                       std::function<absl::Status(Session&)> work);
+  // Counts and logs (at debug) kernels a request compiled.
+  void ObserveCompiles(RpcMethod method, const std::string& session_label, int kernels,
+                       double seconds, int cached);
+  // Finishes a unary call through its observer.
+  static grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context, RpcObserver& call,
+                                          const absl::Status& status);
 
   Backend& backend_;
   SessionRegistry& registry_;
@@ -92,6 +100,7 @@ class GpuFlowService final : public v1::GpuFlow::CallbackService {
   GraphRunner& runner_;
   ComputePool& pool_;
   const ServiceOptions options_;
+  const Telemetry telemetry_;
 };
 
 }  // namespace gpuflow::server

@@ -85,6 +85,17 @@ absl::StatusOr<GraphRunner::Prepared> GraphRunner::Prepare(
       *graph, lookup,
       {.max_graph_nodes = limits_.max_graph_nodes, .max_inline_bytes = limits_.max_inline_bytes});
   if (!validated.ok()) return validated.status();
+  if (!limits_.allow_raw_kernels) {
+    for (const ValidatedNode& node : validated->nodes) {
+      if (node.op->name == "raw_kernel") {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "node '", node.id,
+            "' (raw_kernel): raw kernels are disabled on this server; start gpuflowd with "
+            "--allow_raw_kernels to accept them (their code can touch any memory of the "
+            "process)"));
+      }
+    }
+  }
   prepared.graph = *std::move(validated);
   if (output_ids.empty()) {
     std::vector<bool> consumed(prepared.graph.nodes.size(), false);
@@ -255,7 +266,7 @@ absl::Status GraphRunner::Benchmark(Session& session, const v1::BenchmarkRequest
 }
 
 absl::Status GraphRunner::Precompile(const v1::PrecompileRequest& request,
-                                     v1::PrecompileResponse* /*response*/) {
+                                     v1::PrecompileResponse* response) {
   ArrayTypeLookup lookup = [&](const std::string& name) -> absl::StatusOr<ValueType> {
     auto it = request.array_types().find(name);
     if (it == request.array_types().end()) {
@@ -273,9 +284,18 @@ absl::Status GraphRunner::Precompile(const v1::PrecompileRequest& request,
       return absl::Status(prepared.status().code(),
                           absl::StrCat("graph ", i, ": ", prepared.status().message()));
     }
+    // The CPU backend compiles nothing; the CUDA backend compiles (or finds
+    // in its kernel cache) every kernel Run would launch.
+    absl::StatusOr<PrecompileResult> compiled =
+        backend_.Precompile(prepared->graph, *prepared->plan.plan);
+    if (!compiled.ok()) {
+      return absl::Status(compiled.status().code(),
+                          absl::StrCat("graph ", i, ": ", compiled.status().message()));
+    }
+    response->set_kernels_compiled(response->kernels_compiled() + compiled->kernels_compiled);
+    response->set_kernels_cached(response->kernels_cached() + compiled->kernels_cached);
+    response->set_compile_seconds(response->compile_seconds() + compiled->compile_seconds);
   }
-  // The CPU backend has nothing to compile; the CUDA backend's kernel cache
-  // reports its compiles here.
   return absl::OkStatus();
 }
 

@@ -24,6 +24,8 @@ struct GraphLimits {
   int32_t max_graph_nodes = 10000;
   int64_t max_inline_bytes = int64_t{4} << 20;
   absl::Duration max_benchmark_duration = absl::Seconds(60);
+  // raw_kernel nodes run arbitrary CUDA code; PERMISSION_DENIED unless set.
+  bool allow_raw_kernels = false;
 };
 
 class GraphRunner {

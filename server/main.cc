@@ -16,14 +16,22 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "engine/cpu/cpu_backend.h"
 #include "engine/cuda/cuda_backend.h"
+#include "engine/cuda/kernel_cache.h"
 #include "server/flags.h"
 #include "server/gpuflow_service.h"
+#include "server/health_monitor.h"
+#include "server/logging.h"
+#include "server/metrics/http_exposer.h"
+#include "server/metrics/registry.h"
+#include "server/precompile_file.h"
+#include "server/server_metrics.h"
 #include "server/session_registry.h"
 
 using gpuflow::server::ByteCount;
@@ -50,11 +58,22 @@ ABSL_FLAG(ByteCount, max_chunk_bytes, ByteCount{int64_t{4} << 20}, "Largest uplo
 ABSL_FLAG(ByteCount, max_inline_bytes, ByteCount{int64_t{4} << 20},
           "Largest inline literal or inline result");
 ABSL_FLAG(int, max_graph_nodes, 10000, "Most nodes in one graph");
+ABSL_FLAG(bool, allow_raw_kernels, false,
+          "Accept raw_kernel nodes (CuPy RawKernel): their CUDA code can read and write any "
+          "memory of the process, so enable this only for trusted clients");
 ABSL_FLAG(int, device, 0, "CUDA device ordinal (cuda backend)");
 ABSL_FLAG(ByteCount, pool_release_threshold, ByteCount{int64_t{16} << 30},
           "Device memory the pool keeps reserved after frees (cuda backend)");
 ABSL_FLAG(std::string, cuda_include_dir, "/usr/local/cuda/include",
           "CUDA headers NVRTC compiles generated kernels against (cuda backend)");
+ABSL_FLAG(std::string, kernel_cache_dir, "",
+          "On-disk cache of compiled kernels (cuda backend); empty: "
+          "$XDG_CACHE_HOME/gpuflow/kernels, else ~/.cache/gpuflow/kernels; none: memory only");
+ABSL_FLAG(ByteCount, kernel_cache_max_bytes, ByteCount{int64_t{1} << 30},
+          "Bound on the on-disk kernel cache (least recently used entries are evicted); 0: none");
+ABSL_FLAG(std::string, precompile, "",
+          "A PrecompileRequest in protobuf JSON form whose graphs are compiled before serving "
+          "(docs/server.md)");
 ABSL_FLAG(int, compute_threads, 0, "Threads running Execute/Benchmark work; 0: one per CPU core");
 ABSL_FLAG(int, plan_cache_entries, 1024, "Plans kept in the in-memory plan cache");
 ABSL_FLAG(int, max_fused_ops, 64, "Most ops fused into one step");
@@ -62,6 +81,16 @@ ABSL_FLAG(absl::Duration, max_benchmark_duration, absl::Seconds(60),
           "Longest max_duration a Benchmark call may ask for");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "On SIGINT/SIGTERM, how long calls in flight may take to finish");
+ABSL_FLAG(int, metrics_port, 9464,
+          "HTTP port serving Prometheus metrics at /metrics; 0: no metrics endpoint");
+ABSL_FLAG(std::string, metrics_address, "",
+          "Address the metrics endpoint listens on (IPv4 or a host name); empty: --address");
+ABSL_FLAG(std::string, log_format, "text", "text, or json for one JSON object per line");
+ABSL_FLAG(std::string, log_level, "info",
+          "Least severe lines logged: debug (adds compiles and cache misses), info (one line "
+          "per request), warning or error");
+ABSL_FLAG(absl::Duration, health_check_interval, absl::Seconds(1),
+          "How often the backend's health is published to grpc.health.v1");
 
 namespace {
 
@@ -80,7 +109,13 @@ const std::vector<std::string> kEnvFlags = {
     "max_chunk_bytes",
     "max_inline_bytes",
     "max_graph_nodes",
+    "allow_raw_kernels",
     "shutdown_grace",
+    "metrics_port",
+    "metrics_address",
+    "log_format",
+    "log_level",
+    "health_check_interval",
     "compute_threads",
     "plan_cache_entries",
     "max_fused_ops",
@@ -88,12 +123,37 @@ const std::vector<std::string> kEnvFlags = {
     "device",
     "pool_release_threshold",
     "cuda_include_dir",
+    "kernel_cache_dir",
+    "kernel_cache_max_bytes",
+    "precompile",
 };
 
+// The process's log: text at info until ConfigureLog applies the flags.
+// main passes it down to everything that logs.
+gpuflow::server::Logger& ServerLog() {
+  static gpuflow::server::Logger* const log = new gpuflow::server::Logger();
+  return *log;
+}
+
+// "error: ..." lines are logged as errors, the rest as information.
 void Log(const std::string& line) {
-  std::fprintf(stderr, "%s gpuflowd: %s\n",
-               absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()).c_str(),
-               line.c_str());
+  if (absl::StartsWith(line, "error: ")) {
+    ServerLog().Error(absl::string_view(line).substr(7));
+  } else {
+    ServerLog().Info(line);
+  }
+}
+
+absl::Status ConfigureLog() {
+  absl::StatusOr<gpuflow::server::LogFormat> format =
+      gpuflow::server::ParseLogFormat(absl::GetFlag(FLAGS_log_format));
+  if (!format.ok()) return format.status();
+  absl::StatusOr<gpuflow::server::LogLevel> level =
+      gpuflow::server::ParseLogLevel(absl::GetFlag(FLAGS_log_level));
+  if (!level.ok()) return level.status();
+  ServerLog().set_format(*format);
+  ServerLog().set_min_level(*level);
+  return absl::OkStatus();
 }
 
 // auto: the CUDA backend when this build has one and a device is usable,
@@ -108,11 +168,57 @@ absl::StatusOr<std::unique_ptr<gpuflow::Backend>> CreateBackend(const std::strin
   options.device = absl::GetFlag(FLAGS_device);
   options.pool_release_threshold = absl::GetFlag(FLAGS_pool_release_threshold).bytes;
   options.cuda_include_dir = absl::GetFlag(FLAGS_cuda_include_dir);
+  options.kernel_cache_dir =
+      gpuflow::cuda::ResolveKernelCacheDir(absl::GetFlag(FLAGS_kernel_cache_dir));
+  options.kernel_cache_max_bytes = absl::GetFlag(FLAGS_kernel_cache_max_bytes).bytes;
   absl::StatusOr<std::unique_ptr<gpuflow::Backend>> cuda =
       gpuflow::cuda::CreateCudaBackend(options);
+  if (cuda.ok()) {
+    Log(options.kernel_cache_dir.empty()
+            ? std::string("kernel cache: memory only")
+            : absl::StrCat("kernel cache: ", options.kernel_cache_dir, " (at most ",
+                           gpuflow::server::FormatByteCount(options.kernel_cache_max_bytes), ")"));
+  }
   if (cuda.ok() || name == "cuda") return cuda;
   Log(absl::StrCat("no usable CUDA device, using the CPU backend: ", cuda.status().message()));
   return gpuflow::CreateCpuBackend();
+}
+
+// --precompile=FILE: compiles the file's graphs before serving, logging
+// what each took. 0, or the exit code for a bad file (2) or a failure (1).
+int Precompile(const std::string& file, gpuflow::server::GraphRunner& runner) {
+  absl::StatusOr<gpuflow::v1::PrecompileRequest> request =
+      gpuflow::server::ReadPrecompileFile(file);
+  if (!request.ok()) {
+    Log(absl::StrCat("error: --precompile: ", request.status().message()));
+    return 2;
+  }
+  const absl::Time start = absl::Now();
+  gpuflow::v1::PrecompileResponse total;
+  for (int i = 0; i < request->graphs_size(); ++i) {
+    // One graph at a time, so the log says what each compiled.
+    gpuflow::v1::PrecompileRequest one;
+    *one.add_graphs() = request->graphs(i);
+    *one.mutable_array_types() = request->array_types();
+    gpuflow::v1::PrecompileResponse response;
+    if (absl::Status s = runner.Precompile(one, &response); !s.ok()) {
+      Log(absl::StrCat("error: --precompile=", file, ": graph ", i, ": ", s.message()));
+      return s.code() == absl::StatusCode::kInvalidArgument ||
+                     s.code() == absl::StatusCode::kNotFound
+                 ? 2
+                 : 1;
+    }
+    Log(absl::StrCat("precompile: graph ", i, " (", request->graphs(i).nodes_size(),
+                     " nodes): ", response.kernels_compiled(), " kernel(s) compiled in ",
+                     absl::SixDigits(response.compile_seconds()), " s, ", response.kernels_cached(),
+                     " found in the kernel cache"));
+    total.set_kernels_compiled(total.kernels_compiled() + response.kernels_compiled());
+    total.set_kernels_cached(total.kernels_cached() + response.kernels_cached());
+  }
+  Log(absl::StrCat("precompiled ", request->graphs_size(), " graph(s) from ", file, " in ",
+                   absl::FormatDuration(absl::Now() - start), ": ", total.kernels_compiled(),
+                   " kernel(s) compiled, ", total.kernels_cached(), " cached"));
+  return 0;
 }
 
 // Blocks SIGINT/SIGTERM in every thread (call before starting any), so that
@@ -135,6 +241,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   absl::ParseCommandLine(argc, argv);
+  if (absl::Status s = ConfigureLog(); !s.ok()) {
+    Log(absl::StrCat("error: ", s.message()));
+    return 2;
+  }
   const sigset_t signals = BlockShutdownSignals();
 
   absl::StatusOr<std::unique_ptr<gpuflow::Backend>> backend =
@@ -176,10 +286,41 @@ int main(int argc, char** argv) {
       **backend, plans,
       {.max_graph_nodes = service_options.max_graph_nodes,
        .max_inline_bytes = service_options.max_inline_bytes,
-       .max_benchmark_duration = absl::GetFlag(FLAGS_max_benchmark_duration)});
+       .max_benchmark_duration = absl::GetFlag(FLAGS_max_benchmark_duration),
+       .allow_raw_kernels = absl::GetFlag(FLAGS_allow_raw_kernels)});
+  if (const std::string file = absl::GetFlag(FLAGS_precompile); !file.empty()) {
+    if (int exit_code = Precompile(file, runner); exit_code != 0) return exit_code;
+  }
   gpuflow::server::ComputePool pool(absl::GetFlag(FLAGS_compute_threads));
-  gpuflow::server::GpuFlowService service(**backend, registry, plans, runner, pool,
-                                          service_options);
+  // Metrics and health watch the backend, the sessions and the plan cache.
+  gpuflow::metrics::Registry metrics_registry;
+  gpuflow::server::ServerMetrics metrics(metrics_registry);
+  metrics.AddCollectors(**backend, registry, plans);
+  metrics.SetBuildInfo({.version = GPUFLOW_VERSION,
+                        .backend = std::string((*backend)->name()),
+                        .device = (*backend)->device_description(),
+                        .cuda = GPUFLOW_CUDA_VERSION});
+  gpuflow::server::HealthMonitor health_monitor(
+      **backend, {"", "gpuflow.v1.GpuFlow"},
+      {.interval = absl::GetFlag(FLAGS_health_check_interval), .log = &ServerLog()});
+  std::unique_ptr<gpuflow::metrics::HttpExposer> metrics_exposer;
+  if (const int metrics_port = absl::GetFlag(FLAGS_metrics_port); metrics_port != 0) {
+    std::string metrics_address = absl::GetFlag(FLAGS_metrics_address);
+    if (metrics_address.empty()) metrics_address = absl::GetFlag(FLAGS_address);
+    absl::StatusOr<std::unique_ptr<gpuflow::metrics::HttpExposer>> exposer =
+        gpuflow::metrics::HttpExposer::Start({.address = metrics_address, .port = metrics_port},
+                                             {&metrics_registry});
+    if (!exposer.ok()) {
+      Log(absl::StrCat("error: --metrics_port: ", exposer.status().message()));
+      return 1;
+    }
+    metrics_exposer = *std::move(exposer);
+    Log(absl::StrCat("metrics on http://", metrics_address, ":", metrics_exposer->port(),
+                     "/metrics"));
+  }
+  gpuflow::server::GpuFlowService service(
+      **backend, registry, plans, runner, pool, service_options,
+      {.metrics = &metrics, .log = &ServerLog(), .health = &health_monitor});
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -196,9 +337,7 @@ int main(int argc, char** argv) {
     Log(absl::StrCat("error: cannot listen on ", address));
     return 1;
   }
-  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  health->SetServingStatus("", (*backend)->healthy());
-  health->SetServingStatus("gpuflow.v1.GpuFlow", (*backend)->healthy());
+  health_monitor.Start(server->GetHealthCheckService());
   Log(absl::StrCat("serving on ", absl::GetFlag(FLAGS_address), ":", bound_port, " (backend ",
                    (*backend)->name(), ": ", (*backend)->device_description(), ")"));
   if (const std::string port_file = absl::GetFlag(FLAGS_port_file); !port_file.empty()) {
@@ -220,11 +359,12 @@ int main(int argc, char** argv) {
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   Log(absl::StrCat("received ", strsignal(signal_number), ", shutting down"));
-  health->Shutdown();  // NOT_SERVING for every service from now on.
+  health_monitor.Shutdown();  // NOT_SERVING for every service from now on.
   stopping.Notify();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::GetFlag(FLAGS_shutdown_grace)));
   reaper.join();
   registry.CloseAll();
+  metrics_exposer.reset();
   Log("stopped");
   return 0;
 }

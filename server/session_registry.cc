@@ -273,6 +273,28 @@ void SessionRegistry::CloseAll() {
   for (auto& [id, session] : sessions) session->CloseAndFree();
 }
 
+std::shared_ptr<Session> SessionRegistry::Peek(const std::string& id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
+SessionRegistry::Totals SessionRegistry::totals() const {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    sessions.reserve(sessions_.size());
+    for (const auto& [id, session] : sessions_) sessions.push_back(session);
+  }
+  Totals totals;
+  totals.sessions = static_cast<int>(sessions.size());
+  for (const auto& session : sessions) {
+    totals.arrays += session->num_arrays();
+    totals.bytes += session->memory_used_bytes();
+  }
+  return totals;
+}
+
 int SessionRegistry::size() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(sessions_.size());

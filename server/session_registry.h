@@ -170,6 +170,19 @@ class SessionRegistry {
   // Closes every session (server shutdown).
   void CloseAll();
 
+  // The live session with this id, or null; unlike Get it neither resets
+  // the idle timer nor expires the session (logging, metrics).
+  std::shared_ptr<Session> Peek(const std::string& id) const;
+
+  // Figures over every registered session (metrics).
+  struct Totals {
+    int sessions = 0;
+    int64_t arrays = 0;
+    // Arrays plus live reservations.
+    int64_t bytes = 0;
+  };
+  Totals totals() const;
+
   int size() const;
   int64_t expired_total() const;
   const SessionRegistryOptions& options() const { return options_; }

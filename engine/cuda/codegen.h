@@ -100,6 +100,42 @@ struct SoftmaxKernel {
 absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(
     const ValidatedGraph& graph, const Step& step, const std::string& name = "gf_softmax");
 
+// A custom kernel node (elementwise_kernel, reduction_kernel,
+// codegen_custom.cc) as one generated kernel. Its parameter is an array of
+// 64-bit words: `words` holds every value known when generating (sizes,
+// shapes, strides, literal scalars); the backend writes the device
+// addresses into the slots listed in `input_slots` and `output_slots`.
+struct CustomKernel {
+  std::string name;  // extern "C" name: "gf_" + the user's name
+  std::string source;
+  std::vector<uint64_t> words;
+  // Per node input: the word taking its device address, or -1 when the
+  // input is a literal passed by value.
+  std::vector<int> input_slots;
+  // Per out param (elementwise: every out param; reduction: one).
+  std::vector<int> output_slots;
+  // Elementwise: the loop size; reduction: the number of outputs.
+  int64_t num_elements = 0;
+  int block = 256;
+  // Elementwise: elements per thread-iteration (vector width, 1 when not
+  // vectorised).
+  int elements_per_thread = 1;
+  // Reduction: `name` reduces blocks of `chunk` reduced elements (grid.y
+  // over `splits`); with splits > 1 it writes accumulators of
+  // `accumulator_bytes` each to scratch[o * splits + split], and
+  // `name`_combine (a thread per output) finishes them.
+  int64_t reduced = 0;
+  int scratch_slot = -1;
+  int splits_slot = -1;
+  int chunk_slot = -1;
+  int accumulator_bytes = 0;
+};
+
+// `node` must be an elementwise_kernel or reduction_kernel node of `graph`.
+// INVALID_ARGUMENT when its signature does not resolve (validation has
+// already checked it, so this is a bug guard).
+absl::StatusOr<CustomKernel> GenerateCustomKernel(const ValidatedGraph& graph, int node);
+
 // The storage type name used in generated code ("float", "f16", "u8" for bool).
 const char* StorageTypeName(DType dtype);
 

@@ -14,13 +14,16 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "engine/cpu/host_kernels.h"
 #include "engine/cuda/codegen.h"
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/kernel_cache.h"
 #include "engine/cuda/nvrtc_compiler.h"
+#include "engine/ir/custom_kernel.h"
 
 namespace gpuflow::cuda {
 
@@ -79,12 +82,56 @@ class CudaBuffer final : public DeviceBuffer {
 struct LoadedKernel {
   cudaLibrary_t library = nullptr;
   cudaKernel_t kernel = nullptr;
+  // Its on-disk cache entry, and when that entry's LRU clock was last set.
+  std::optional<KernelDigest> disk_digest;
+  absl::Time disk_touched;
 };
+
+// How a generated reduction is launched on a device with `sms` SMs (Run
+// and Precompile must agree: the grid decides which kernels exist).
+struct ReductionGrid {
+  int64_t blocks_x = 1;
+  // Parts the reduced range is split into; above 1, a finalize kernel
+  // combines them.
+  int64_t splits = 1;
+  // Few outputs: a block combines each output's partials; many: a thread.
+  bool finalize_by_block = false;
+};
+
+ReductionGrid ReductionGridFor(const ReductionKernel& k, int64_t sms) {
+  const int64_t m = k.outputs;
+  const int64_t r = k.reduced;
+  const bool outer = k.strategy == ReductionKernel::Strategy::kOuter;
+  ReductionGrid grid;
+  grid.blocks_x = outer ? std::min<int64_t>((m + k.block - 1) / k.block, sms * 32)
+                        : std::min<int64_t>(m, sms * 32);
+  // Enough blocks to fill the device: split the reduced range when the
+  // outputs alone do not.
+  if (grid.blocks_x < 2 * sms) {
+    int64_t splits = (8 * sms + grid.blocks_x - 1) / grid.blocks_x;
+    splits = std::clamp<int64_t>(splits, 1, std::max<int64_t>(1, r / (outer ? 64 : 2048)));
+    grid.splits = std::min<int64_t>(splits, 65535);
+  }
+  grid.finalize_by_block = m < 4 * sms;
+  return grid;
+}
+
+std::string FinalizeKernelName(const ReductionKernel& k, const ReductionGrid& grid) {
+  return k.name + (grid.finalize_by_block ? "_finalize_block" : "_finalize");
+}
 
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const CudaBackendOptions& options, cudaDeviceProp props, cudaMemPool_t pool)
-      : options_(options), props_(props), pool_(pool) {}
+      : options_(options),
+        props_(props),
+        pool_(pool),
+        disk_cache_({.directory = options.kernel_cache_dir,
+                     .max_bytes = options.kernel_cache_max_bytes,
+                     .warn = nullptr}),
+        nvrtc_version_(NvrtcVersion()),
+        header_identity_(disk_cache_.enabled() ? CudaHeaderIdentity(options.cuda_include_dir)
+                                               : std::string()) {}
 
   ~CudaBackend() override {
     cudaSetDevice(options_.device);
@@ -99,6 +146,29 @@ class CudaBackend final : public Backend {
                         static_cast<double>(props_.totalGlobalMem) / (1 << 30), " GiB)");
   }
   bool healthy() const override { return healthy_.load(); }
+
+  // Queries only: a failed one leaves its figure unknown (it does not mark
+  // the backend unhealthy; the calls that run work do that).
+  MemoryStats memory_stats() const override {
+    MemoryStats stats;
+    if (cudaSetDevice(options_.device) != cudaSuccess) return stats;
+    uint64_t used = 0;
+    if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess) {
+      stats.pool_used_bytes = static_cast<int64_t>(used);
+    }
+    uint64_t reserved = 0;
+    if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved) ==
+        cudaSuccess) {
+      stats.pool_reserved_bytes = static_cast<int64_t>(reserved);
+    }
+    size_t free_bytes = 0;
+    size_t total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+      stats.device_free_bytes = static_cast<int64_t>(free_bytes);
+      stats.device_total_bytes = static_cast<int64_t>(total_bytes);
+    }
+    return stats;
+  }
 
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override {
     GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
@@ -149,6 +219,11 @@ class CudaBackend final : public Backend {
                                 absl::Span<const Array> arrays, Stream& stream,
                                 const RunOptions& options) override;
 
+  absl::StatusOr<PrecompileResult> Precompile(const ValidatedGraph& graph,
+                                              const Plan& plan) override;
+
+  KernelCacheStats kernel_cache_stats() const override;
+
  private:
   // Converts an error, marking the backend unhealthy when it is sticky.
   absl::Status Check(cudaError_t error, const char* call) {
@@ -178,28 +253,32 @@ class CudaBackend final : public Backend {
     return std::make_unique<CudaBuffer>(ptr, bytes, stream.handle());
   }
 
-  // Compiles (or finds) the kernel for `source`.
+  // Compiles (or finds) the kernel `name` of `source`; `extra_options` are
+  // added to NVRTC's (custom kernels' options).
   absl::StatusOr<cudaKernel_t> GetKernel(const std::string& source, const std::string& name,
-                                         RunResult& result) {
-    // One module may hold several kernels, so the key is the name and source.
-    const std::string key = absl::StrCat(name, "\n", source);
+                                         RunResult& result,
+                                         const std::vector<std::string>& extra_options = {}) {
+    // One module may hold several kernels, so the key is the name, the
+    // options and the source.
+    const std::string key =
+        absl::StrCat(name, "\n", absl::StrJoin(extra_options, " "), "\n", source);
     {
       absl::MutexLock lock(&kernels_mu_);
       if (auto it = kernels_.find(key); it != kernels_.end()) {
         ++result.kernel_cache_hits;
+        NoteMemoryHit(it->second);
         return it->second.kernel;
       }
     }
     CompileOptions compile;
     compile.arch = props_.major * 10 + props_.minor;
     compile.cuda_include_dir = options_.cuda_include_dir;
-    absl::StatusOr<CompiledModule> module = CompileToCubin(source, name + ".cu", compile);
-    if (!module.ok()) return module.status();
-    result.compile_seconds += module->compile_seconds;
-    ++result.kernels_compiled;
+    compile.extra_options = extra_options;
     LoadedKernel loaded;
-    if (absl::Status s = Check(cudaLibraryLoadData(&loaded.library, module->cubin.data(), nullptr,
-                                                   nullptr, 0, nullptr, nullptr, 0),
+    absl::StatusOr<std::string> cubin = CubinFor(source, name, compile, result, loaded);
+    if (!cubin.ok()) return cubin.status();
+    if (absl::Status s = Check(cudaLibraryLoadData(&loaded.library, cubin->data(), nullptr, nullptr,
+                                                   0, nullptr, nullptr, 0),
                                "cudaLibraryLoadData");
         !s.ok()) {
       return s;
@@ -212,7 +291,11 @@ class CudaBackend final : public Backend {
     }
     absl::MutexLock lock(&kernels_mu_);
     auto [it, inserted] = kernels_.emplace(key, loaded);
-    if (!inserted) cudaLibraryUnload(loaded.library);  // another thread won the race
+    if (inserted) {
+      ++memory_entries_;
+    } else {
+      cudaLibraryUnload(loaded.library);  // another thread won the race
+    }
     return it->second.kernel;
   }
 
@@ -235,6 +318,14 @@ class CudaBackend final : public Backend {
                          dim3(block), args, 0, stream.get()),
         "cudaLaunchKernel");
   }
+  // Runs a custom-kernel step (elementwise_kernel, reduction_kernel,
+  // raw_kernel; always on the device).
+  absl::Status RunCustom(const ValidatedGraph& graph, const Step& step,
+                         const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr,
+                         CudaStream& stream, void* out, RunResult& result);
+  absl::Status RunRawKernel(const ValidatedGraph& graph, const ValidatedNode& node,
+                            const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr,
+                            CudaStream& stream, void* out, RunResult& result);
   // Runs a matmul on cuBLAS when the dtypes and batching allow it; returns
   // false (and does nothing) when they do not.
   absl::StatusOr<bool> TryMatmul(const ValidatedNode& node, const void* a, const void* b, void* out,
@@ -246,6 +337,28 @@ class CudaBackend final : public Backend {
   std::atomic<bool> healthy_{true};
   absl::Mutex kernels_mu_;
   absl::flat_hash_map<std::string, LoadedKernel> kernels_ ABSL_GUARDED_BY(kernels_mu_);
+
+  // The cubin for a kernel missing from memory: from the disk cache, else
+  // compiled by NVRTC (and stored there). Counts into `result` and the
+  // cache counters; records the disk entry in `loaded`.
+  absl::StatusOr<std::string> CubinFor(const std::string& source, const std::string& name,
+                                       const CompileOptions& compile, RunResult& result,
+                                       LoadedKernel& loaded);
+  // Counts a memory hit; now and then sets the disk entry's LRU clock, since
+  // a kernel served from memory is never loaded from disk again.
+  void NoteMemoryHit(LoadedKernel& kernel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(kernels_mu_);
+  // Compiles (or finds) the kernels of one step, as Run would launch them.
+  absl::Status PrecompileStep(const ValidatedGraph& graph, const Step& step, RunResult& counts);
+
+  DiskKernelCache disk_cache_;
+  const std::string nvrtc_version_;
+  const std::string header_identity_;  // of options_.cuda_include_dir (disk cache only)
+  std::atomic<int64_t> memory_hits_{0};
+  std::atomic<int64_t> disk_hits_{0};
+  std::atomic<int64_t> misses_{0};
+  std::atomic<int64_t> compiles_{0};
+  std::atomic<int64_t> compile_nanoseconds_{0};
+  std::atomic<int64_t> memory_entries_{0};
 };
 
 absl::Status CudaBackend::RunElementwise(const ValidatedGraph& graph, const Step& step,
@@ -287,6 +400,203 @@ absl::Status CudaBackend::RunElementwise(const ValidatedGraph& graph, const Step
   return Check(cudaLaunchKernel(reinterpret_cast<const void*>(*kernel), dim3(blocks), dim3(kBlock),
                                 args, 0, stream.get()),
                "cudaLaunchKernel");
+}
+
+absl::Status CudaBackend::RunCustom(
+    const ValidatedGraph& graph, const Step& step,
+    const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
+    void* out, RunResult& result) {
+  const ValidatedNode& node = graph.nodes[step.root];
+  if (node.op->name == "raw_kernel") return RunRawKernel(graph, node, ptr, stream, out, result);
+  absl::StatusOr<CustomKernel> k = GenerateCustomKernel(graph, step.root);
+  if (!k.ok()) return k.status();
+  const bool reduction = node.op->name == "reduction_kernel";
+  if (k->num_elements == 0) return absl::OkStatus();
+  absl::StatusOr<cudaKernel_t> kernel = GetKernel(k->source, k->name, result);
+  if (!kernel.ok()) return kernel.status();
+  std::vector<uint64_t> words = k->words;
+  for (size_t i = 0; i < k->input_slots.size(); ++i) {
+    if (k->input_slots[i] < 0) continue;
+    absl::StatusOr<const void*> p = ptr(node.inputs[i]);
+    if (!p.ok()) return p.status();
+    words[k->input_slots[i]] = reinterpret_cast<uint64_t>(*p);
+  }
+  // The node's value is one output; the others go to scratch buffers, freed
+  // in stream order after the launch.
+  std::vector<std::unique_ptr<CudaBuffer>> scratch;
+  const int64_t wanted = reduction ? 0 : std::get<int64_t>(node.attrs.at("output"));
+  for (size_t o = 0; o < k->output_slots.size(); ++o) {
+    if (static_cast<int64_t>(o) == wanted) {
+      words[k->output_slots[o]] = reinterpret_cast<uint64_t>(out);
+      continue;
+    }
+    absl::StatusOr<KernelSignature> sig =
+        ResolveKernelSignature(node.input_types, node.attrs, KernelForm::kElementwise);
+    if (!sig.ok()) return sig.status();
+    absl::StatusOr<std::unique_ptr<CudaBuffer>> b =
+        AllocateOn(k->num_elements * ItemSize(sig->out_dtypes[o]), stream);
+    if (!b.ok()) return b.status();
+    words[k->output_slots[o]] = reinterpret_cast<uint64_t>((*b)->data());
+    scratch.push_back(*std::move(b));
+  }
+  const int64_t sms = props_.multiProcessorCount;
+  if (!reduction) {
+    const int64_t work = (k->num_elements + k->elements_per_thread - 1) / k->elements_per_thread;
+    const int64_t blocks = std::clamp<int64_t>((work + k->block - 1) / k->block, 1, sms * 32);
+    return Launch(*kernel, blocks, 1, k->block, words, stream);
+  }
+  // Reductions: split the reduced range over more blocks when the outputs
+  // alone do not fill the GPU.
+  const int64_t outputs = k->num_elements;
+  int64_t splits = 1;
+  if (outputs < sms * 2 && k->reduced > int64_t{k->block} * 8) {
+    splits = std::min<int64_t>((sms * 4 + outputs - 1) / outputs,
+                               (k->reduced + k->block * 8 - 1) / (k->block * 8));
+    splits = std::clamp<int64_t>(splits, 1, 65535);
+  }
+  const int64_t chunk = (k->reduced + splits - 1) / std::max<int64_t>(splits, 1);
+  words[k->splits_slot] = static_cast<uint64_t>(splits);
+  words[k->chunk_slot] = static_cast<uint64_t>(std::max<int64_t>(chunk, 1));
+  if (splits > 1) {
+    absl::StatusOr<std::unique_ptr<CudaBuffer>> b =
+        AllocateOn(outputs * splits * k->accumulator_bytes, stream);
+    if (!b.ok()) return b.status();
+    words[k->scratch_slot] = reinterpret_cast<uint64_t>((*b)->data());
+    scratch.push_back(*std::move(b));
+  }
+  const int64_t blocks = std::min<int64_t>(outputs, int64_t{1} << 30);
+  if (absl::Status s = Launch(*kernel, blocks, splits, k->block, words, stream); !s.ok()) return s;
+  if (splits == 1) return absl::OkStatus();
+  absl::StatusOr<cudaKernel_t> combine = GetKernel(k->source, k->name + "_combine", result);
+  if (!combine.ok()) return combine.status();
+  return Launch(*combine, std::clamp<int64_t>((outputs + 255) / 256, 1, sms * 32), 1, 256, words,
+                stream);
+}
+
+absl::Status CudaBackend::RunRawKernel(
+    const ValidatedGraph& graph, const ValidatedNode& node,
+    const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
+    void* out, RunResult& result) {
+  const std::string& code = std::get<std::string>(node.attrs.at("code"));
+  const std::string& name = std::get<std::string>(node.attrs.at("name"));
+  const auto& options = std::get<std::vector<std::string>>(node.attrs.at("options"));
+  const int64_t output = std::get<int64_t>(node.attrs.at("output"));
+  absl::StatusOr<cudaKernel_t> kernel = GetKernel(code, name, result, options);
+  if (!kernel.ok()) return kernel.status();
+  const void* func = reinterpret_cast<const void*>(*kernel);
+
+  // The kernel's parameter sizes, to check (and fit) the arguments.
+  std::vector<size_t> param_sizes;
+  bool know_params = true;
+  for (size_t i = 0;; ++i) {
+    size_t offset = 0;
+    size_t size = 0;
+    const cudaError_t e = cudaFuncGetParamInfo(func, i, &offset, &size);
+    if (e == cudaSuccess) {
+      param_sizes.push_back(size);
+      continue;
+    }
+    cudaGetLastError();  // not sticky: clear it
+    if (e != cudaErrorInvalidValue) know_params = false;
+    break;
+  }
+  const size_t n = node.inputs.size();
+  if (know_params && param_sizes.size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel '", name, "' takes ", param_sizes.size(),
+                                                   " arguments, but ", n, " were given"));
+  }
+  // One 8-byte slot per argument: a device address or a scalar's bytes.
+  std::vector<uint64_t> values(n, 0);
+  std::vector<void*> args(n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    const ValueRef& ref = node.inputs[i];
+    const ValueType& type = node.input_types[i];
+    const bool by_value = ref.kind == ValueRef::Kind::kLiteral && type.shape.rank() == 0 &&
+                          static_cast<int64_t>(i) != output;
+    if (by_value) {
+      const LiteralArray& literal = graph.literals[ref.index];
+      size_t size = literal.bytes.size();
+      std::memcpy(&values[i], literal.bytes.data(), std::min<size_t>(size, sizeof(uint64_t)));
+      if (know_params && param_sizes[i] != size) {
+        // A Python scalar fits the parameter it is passed to (CuPy would
+        // pass its 8 bytes regardless); a typed scalar must match.
+        if (!type.weak || param_sizes[i] > 8) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "argument ", i, " of kernel '", name, "' is a ", DTypeName(type.dtype), " scalar (",
+              size, " bytes) but the parameter takes ", param_sizes[i], " bytes"));
+        }
+        if (type.dtype == DType::kFloat64 && param_sizes[i] == 4) {
+          double d = 0;
+          std::memcpy(&d, &values[i], sizeof(d));
+          const float f = static_cast<float>(d);
+          values[i] = 0;
+          std::memcpy(&values[i], &f, sizeof(f));
+        } else if (type.dtype == DType::kInt64 || type.dtype == DType::kUInt64) {
+          const int bits = static_cast<int>(param_sizes[i] * 8);
+          const int64_t v = static_cast<int64_t>(values[i]);
+          const bool fits =
+              bits >= 64 || (type.dtype == DType::kInt64
+                                 ? (v >= -(int64_t{1} << (bits - 1)) && v < (int64_t{1} << bits))
+                                 : values[i] < (uint64_t{1} << bits));
+          if (!fits) {
+            return absl::InvalidArgumentError(absl::StrCat("argument ", i, " of kernel '", name,
+                                                           "' (", v, ") does not fit its ",
+                                                           param_sizes[i], "-byte parameter"));
+          }
+          if (bits < 64) values[i] &= (uint64_t{1} << bits) - 1;
+        }
+      }
+    } else {
+      const void* p = nullptr;
+      if (static_cast<int64_t>(i) == output) {
+        // The output starts as a copy of its argument: arrays are immutable.
+        absl::StatusOr<const void*> src = ptr(ref);
+        if (!src.ok()) return src.status();
+        const int64_t bytes = type.shape.num_elements() * ItemSize(type.dtype);
+        if (bytes > 0) {
+          GPUFLOW_CUDA_RETURN_IF_ERROR(
+              cudaMemcpyAsync(out, *src, bytes, cudaMemcpyDeviceToDevice, stream.get()));
+        }
+        p = out;
+      } else {
+        absl::StatusOr<const void*> src = ptr(ref);
+        if (!src.ok()) return src.status();
+        p = *src;
+      }
+      if (know_params && param_sizes[i] != sizeof(void*)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("argument ", i, " of kernel '", name, "' is an array (a pointer) but ",
+                         "the parameter takes ", param_sizes[i], " bytes"));
+      }
+      values[i] = reinterpret_cast<uint64_t>(p);
+    }
+    args[i] = &values[i];
+  }
+  const auto& grid = std::get<std::vector<int64_t>>(node.attrs.at("grid"));
+  const auto& block = std::get<std::vector<int64_t>>(node.attrs.at("block"));
+  auto dim = [](const std::vector<int64_t>& v) {
+    return dim3(static_cast<unsigned>(v[0]), v.size() > 1 ? static_cast<unsigned>(v[1]) : 1u,
+                v.size() > 2 ? static_cast<unsigned>(v[2]) : 1u);
+  };
+  const int64_t shared_mem = std::get<int64_t>(node.attrs.at("shared_mem"));
+  if (shared_mem > 48 * 1024) {
+    if (shared_mem > static_cast<int64_t>(props_.sharedMemPerBlockOptin)) {
+      return absl::InvalidArgumentError(absl::StrCat("shared_mem ", shared_mem,
+                                                     " exceeds the device's ",
+                                                     props_.sharedMemPerBlockOptin, " bytes"));
+    }
+    GPUFLOW_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+        func, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_mem)));
+  }
+  const cudaError_t e = cudaLaunchKernel(func, dim(grid), dim(block), args.data(),
+                                         static_cast<size_t>(shared_mem), stream.get());
+  if (e == cudaErrorInvalidConfiguration || e == cudaErrorInvalidValue ||
+      e == cudaErrorLaunchOutOfResources) {
+    cudaGetLastError();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "launching kernel '", name, "': ", cudaGetErrorName(e), ": ", cudaGetErrorString(e)));
+  }
+  return Check(e, "cudaLaunchKernel");
 }
 
 absl::StatusOr<bool> CudaBackend::TryReduction(
@@ -341,17 +651,9 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
   const ReductionKernel& k = **reduction;
   const int64_t m = k.outputs;
   const int64_t r = k.reduced;
-  const bool outer = k.strategy == ReductionKernel::Strategy::kOuter;
-  const int64_t blocks_x = outer ? std::min<int64_t>((m + k.block - 1) / k.block, sms * 32)
-                                 : std::min<int64_t>(m, sms * 32);
-  // Enough blocks to fill the device: split the reduced range when the
-  // outputs alone do not.
-  int64_t splits = 1;
-  if (blocks_x < 2 * sms) {
-    splits = (8 * sms + blocks_x - 1) / blocks_x;
-    splits = std::clamp<int64_t>(splits, 1, std::max<int64_t>(1, r / (outer ? 64 : 2048)));
-    splits = std::min<int64_t>(splits, 65535);
-  }
+  const ReductionGrid grid = ReductionGridFor(k, sms);
+  const int64_t blocks_x = grid.blocks_x;
+  const int64_t splits = grid.splits;
   const int64_t chunk = (r + splits - 1) / splits;
   std::unique_ptr<CudaBuffer> scratch;
   if (splits > 1) {
@@ -385,10 +687,9 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
     return s;
   }
   if (splits > 1) {
-    // Few outputs: a block combines each output's partials; many: a thread.
-    const bool by_block = m < 4 * sms;
+    const bool by_block = grid.finalize_by_block;
     absl::StatusOr<cudaKernel_t> finalize =
-        GetKernel(k.source, k.name + (by_block ? "_finalize_block" : "_finalize"), result);
+        GetKernel(k.source, FinalizeKernelName(k, grid), result);
     if (!finalize.ok()) return finalize.status();
     const int64_t finalize_blocks = by_block ? m : std::min<int64_t>((m + 255) / 256, sms * 32);
     if (absl::Status s = Launch(*finalize, finalize_blocks, 1, 256, words, stream); !s.ok()) {
@@ -579,6 +880,14 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
                                                               "): ", ran.status().message()));
       }
       on_device = *ran;
+    } else if (step.kind == StepKind::kCustom) {
+      if (absl::Status st =
+              RunCustom(graph, step, device_ptr, stream, values[step.root]->data(), result);
+          !st.ok()) {
+        return absl::Status(
+            st.code(), absl::StrCat("node '", root.id, "' (", root.op->name, "): ", st.message()));
+      }
+      on_device = true;
     } else if (step.kind == StepKind::kMatmul && root.op->name == "matmul") {
       absl::StatusOr<const void*> a = device_ptr(root.inputs[0]);
       if (!a.ok()) return a.status();
@@ -665,6 +974,110 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
     const ValueType& type = graph.nodes[o].type.output;
     result.outputs.push_back(Array{type.dtype, type.shape, values[o]});
   }
+  return result;
+}
+
+absl::StatusOr<std::string> CudaBackend::CubinFor(const std::string& source,
+                                                  const std::string& name,
+                                                  const CompileOptions& compile, RunResult& result,
+                                                  LoadedKernel& loaded) {
+  KernelKey key;
+  key.source = source;
+  key.name = name;
+  key.options = NvrtcOptions(compile);
+  key.arch = compile.arch;
+  key.nvrtc_version = nvrtc_version_;
+  key.header_identity = header_identity_;
+  double compile_seconds = 0;
+  absl::StatusOr<CachedCubin> cubin =
+      disk_cache_.GetOrCompile(key, [&]() -> absl::StatusOr<std::string> {
+        ++misses_;
+        absl::StatusOr<CompiledModule> module = CompileToCubin(source, name + ".cu", compile);
+        if (!module.ok()) return module.status();
+        compile_seconds = module->compile_seconds;
+        return std::move(module->cubin);
+      });
+  if (!cubin.ok()) return cubin.status();
+  if (cubin->from_disk) {
+    ++disk_hits_;
+    ++result.kernel_cache_hits;
+  } else {
+    ++compiles_;
+    compile_nanoseconds_ += static_cast<int64_t>(compile_seconds * 1e9);
+    result.compile_seconds += compile_seconds;
+    ++result.kernels_compiled;
+  }
+  if (disk_cache_.enabled()) {
+    loaded.disk_digest = DigestOf(key);
+    loaded.disk_touched = absl::Now();
+  }
+  return std::move(cubin->cubin);
+}
+
+void CudaBackend::NoteMemoryHit(LoadedKernel& kernel) {
+  ++memory_hits_;
+  // Often enough for LRU order (eviction is rare and coarse), rarely enough
+  // to cost nothing.
+  constexpr absl::Duration kTouchInterval = absl::Minutes(10);
+  if (!kernel.disk_digest.has_value()) return;
+  const absl::Time now = absl::Now();
+  if (now - kernel.disk_touched < kTouchInterval) return;
+  kernel.disk_touched = now;
+  disk_cache_.Touch(*kernel.disk_digest);
+}
+
+KernelCacheStats CudaBackend::kernel_cache_stats() const {
+  const DiskKernelCache::Stats disk = disk_cache_.stats();
+  KernelCacheStats stats;
+  stats.memory_hits = memory_hits_.load();
+  stats.disk_hits = disk_hits_.load();
+  stats.misses = misses_.load();
+  stats.compiles = compiles_.load();
+  stats.compile_seconds = static_cast<double>(compile_nanoseconds_.load()) / 1e9;
+  stats.evictions = disk.evictions;
+  stats.memory_entries = memory_entries_.load();
+  stats.disk_entries = disk.entries;
+  stats.disk_bytes = disk.bytes;
+  return stats;
+}
+
+absl::Status CudaBackend::PrecompileStep(const ValidatedGraph& graph, const Step& step,
+                                         RunResult& counts) {
+  if (step.kind == StepKind::kElementwise) {
+    absl::StatusOr<ElementwiseKernel> k = GenerateElementwise(graph, step);
+    if (!k.ok()) return k.status();
+    if (k->num_elements == 0) return absl::OkStatus();  // Run launches nothing
+    return GetKernel(k->source, k->name, counts).status();
+  }
+  if (step.kind != StepKind::kReduction) return absl::OkStatus();  // cuBLAS or the host
+  absl::StatusOr<std::optional<SoftmaxKernel>> softmax = GenerateSoftmax(graph, step);
+  if (!softmax.ok()) return softmax.status();
+  if (softmax->has_value()) return GetKernel((*softmax)->source, (*softmax)->name, counts).status();
+  absl::StatusOr<std::optional<ReductionKernel>> reduction = GenerateReduction(graph, step);
+  if (!reduction.ok()) return reduction.status();
+  if (!reduction->has_value()) return absl::OkStatus();  // runs on the host
+  const ReductionKernel& k = **reduction;
+  if (absl::Status s = GetKernel(k.source, k.name, counts).status(); !s.ok()) return s;
+  const ReductionGrid grid = ReductionGridFor(k, props_.multiProcessorCount);
+  if (grid.splits == 1) return absl::OkStatus();
+  return GetKernel(k.source, FinalizeKernelName(k, grid), counts).status();
+}
+
+absl::StatusOr<PrecompileResult> CudaBackend::Precompile(const ValidatedGraph& graph,
+                                                         const Plan& plan) {
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
+  RunResult counts;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step& step = plan.steps[s];
+    if (absl::Status st = PrecompileStep(graph, step, counts); !st.ok()) {
+      return absl::Status(st.code(), absl::StrCat("compiling step ", s, " (", step.description,
+                                                  "): ", st.message()));
+    }
+  }
+  PrecompileResult result;
+  result.kernels_compiled = counts.kernels_compiled;
+  result.kernels_cached = counts.kernel_cache_hits;
+  result.compile_seconds = counts.compile_seconds;
   return result;
 }
 

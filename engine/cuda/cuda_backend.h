@@ -1,6 +1,7 @@
 // The CUDA backend: one device, a stream-ordered memory pool, one
 // non-blocking stream per session, NVRTC-compiled fused kernels with an
-// in-memory kernel cache, cuBLAS for matmul, and CUDA events for GPU time.
+// in-memory kernel cache in front of an optional on-disk one
+// (kernel_cache.h), cuBLAS for matmul, and CUDA events for GPU time.
 //
 //   absl::StatusOr<std::unique_ptr<Backend>> cuda = CreateCudaBackend({.device = 0});
 //   if (!cuda.ok()) ... // FAILED_PRECONDITION: no driver or no device
@@ -27,6 +28,12 @@ struct CudaBackendOptions {
   int64_t pool_release_threshold = int64_t{1} << 34;
   // Headers for NVRTC (cuda_fp16.h, cub/).
   std::string cuda_include_dir = "/usr/local/cuda/include";
+  // The on-disk kernel cache behind the in-memory one (kernel_cache.h);
+  // empty: memory only. ResolveKernelCacheDir() gives the server's default.
+  std::string kernel_cache_dir;
+  // Bound on the on-disk cache's size (least recently used entries are
+  // evicted); 0: unbounded.
+  int64_t kernel_cache_max_bytes = int64_t{1} << 30;
 };
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const CudaBackendOptions& options);

@@ -29,6 +29,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine/ir/broadcast.h"
+#include "engine/ir/custom_kernel.h"
 #include "engine/ir/op_registry_internal.h"
 #include "engine/ir/promotion.h"
 #include "engine/ir/status_macros_internal.h"
@@ -894,103 +895,33 @@ InferFn RandomInfer(std::string op, RandomParams params) {
 
 // ---- custom kernels -------------------------------------------------------------
 
-// One CuPy kernel parameter: "T x", "float32 y", "raw T z".
-struct KernelParam {
-  bool raw = false;
-  std::string type;
-  std::string name;
-};
-
-absl::StatusOr<std::vector<KernelParam>> ParseKernelParams(const AttrMap& attrs,
-                                                           absl::string_view attr) {
-  std::vector<KernelParam> params;
-  const std::string text = Get<std::string>(attrs, attr).value_or("");
-  if (absl::StripAsciiWhitespace(text).empty()) return params;
-  for (absl::string_view part : absl::StrSplit(text, ',')) {
-    std::vector<absl::string_view> words = absl::StrSplit(
-        absl::StripAsciiWhitespace(part), absl::ByAnyChar(" \t\r\n"), absl::SkipEmpty());
-    KernelParam p;
-    if (!words.empty() && words[0] == "raw") {
-      p.raw = true;
-      words.erase(words.begin());
-    }
-    if (words.size() != 2) {
-      return Invalid("cannot parse '", absl::StripAsciiWhitespace(part), "' in ", attr,
-                     " (expected '[raw] TYPE NAME')");
-    }
-    p.type = std::string(words[0]);
-    p.name = std::string(words[1]);
-    params.push_back(std::move(p));
-  }
-  return params;
-}
-
-// The output dtype of a custom kernel: a dtype named in out_params, or a type
-// placeholder bound by an input. Multiple outputs and raw outputs are not
-// supported yet.
-absl::StatusOr<DType> CustomKernelOutput(Inputs in, const AttrMap& attrs,
-                                         std::vector<bool>* raw_inputs) {
-  GPUFLOW_IR_ASSIGN_OR_RETURN(const std::vector<KernelParam> ins,
-                              ParseKernelParams(attrs, "in_params"));
-  GPUFLOW_IR_ASSIGN_OR_RETURN(const std::vector<KernelParam> outs,
-                              ParseKernelParams(attrs, "out_params"));
-  if (ins.size() != in.size()) {
-    return Invalid("in_params declares ", ins.size(), " inputs, but the node has ", in.size());
-  }
-  std::vector<std::pair<std::string, DType>> bound;
-  for (size_t i = 0; i < ins.size(); ++i) {
-    raw_inputs->push_back(ins[i].raw);
-    if (ParseDType(ins[i].type).ok()) continue;
-    const DType d = in[i].dtype;
-    auto it = std::find_if(bound.begin(), bound.end(),
-                           [&](const auto& b) { return b.first == ins[i].type; });
-    if (it == bound.end()) {
-      bound.emplace_back(ins[i].type, d);
-    } else if (it->second != d) {
-      return Invalid("type ", ins[i].type, " is bound to both ", DTypeName(it->second), " and ",
-                     DTypeName(d));
-    }
-  }
-  if (outs.size() != 1 || outs[0].raw) {
-    return Invalid("custom kernels with other than one non-raw output are not supported yet");
-  }
-  if (absl::StatusOr<DType> d = ParseDType(outs[0].type); d.ok()) return *d;
-  auto it = std::find_if(bound.begin(), bound.end(),
-                         [&](const auto& b) { return b.first == outs[0].type; });
-  if (it == bound.end()) {
-    return Invalid("the type '", outs[0].type, "' of output '", outs[0].name,
-                   "' is not bound by an input; this is not supported yet");
-  }
-  return it->second;
-}
-
-absl::StatusOr<Shape> BroadcastNonRaw(Inputs in, const std::vector<bool>& raw) {
-  std::vector<Shape> shapes;
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (!raw[i]) shapes.push_back(in[i].shape);
-  }
-  return BroadcastShapes(shapes);
-}
-
 absl::StatusOr<InferredNode> InferElementwiseKernel(Inputs in, AttrMap& attrs) {
-  std::vector<bool> raw;
-  GPUFLOW_IR_ASSIGN_OR_RETURN(const DType dtype, CustomKernelOutput(in, attrs, &raw));
-  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape shape, BroadcastNonRaw(in, raw));
+  GPUFLOW_IR_ASSIGN_OR_RETURN(const KernelSignature sig,
+                              ResolveKernelSignature(in, attrs, KernelForm::kElementwise));
+  const int64_t output = Get<int64_t>(attrs, "output").value_or(0);
+  if (output < 0 || output >= static_cast<int64_t>(sig.out.size())) {
+    return Invalid("'output' must be in [0, ", sig.out.size(), "), got ", output);
+  }
+  attrs["output"] = output;
+  for (const char* name : {"preamble", "loop_prep", "after_loop"}) {
+    if (!attrs.contains(name)) attrs[name] = std::string();
+  }
   if (!attrs.contains("name")) attrs["name"] = std::string("kernel");
-  if (!attrs.contains("preamble")) attrs["preamble"] = std::string();
-  return Inferred(dtype, std::move(shape), dtype);
+  const DType dtype = sig.out_dtypes[output];
+  return Inferred(dtype, sig.shape, dtype);
 }
 
 absl::StatusOr<InferredNode> InferReductionKernel(Inputs in, AttrMap& attrs) {
-  std::vector<bool> raw;
-  GPUFLOW_IR_ASSIGN_OR_RETURN(const DType dtype, CustomKernelOutput(in, attrs, &raw));
-  GPUFLOW_IR_ASSIGN_OR_RETURN(const Shape shape, BroadcastNonRaw(in, raw));
-  GPUFLOW_IR_ASSIGN_OR_RETURN(const ReductionAxes r, CanonicalReductionAxes(shape, attrs));
+  GPUFLOW_IR_ASSIGN_OR_RETURN(const KernelSignature sig,
+                              ResolveKernelSignature(in, attrs, KernelForm::kReduction));
+  GPUFLOW_IR_ASSIGN_OR_RETURN(const ReductionAxes r, CanonicalReductionAxes(sig.shape, attrs));
   if (!attrs.contains("name")) attrs["name"] = std::string("reduce_kernel");
-  return Inferred(dtype, ReducedShape(shape, r.axes, r.keepdims), dtype);
+  if (!attrs.contains("preamble")) attrs["preamble"] = std::string();
+  const DType dtype = sig.out_dtypes[0];
+  return Inferred(dtype, ReducedShape(sig.shape, r.axes, r.keepdims), sig.reduce_dtype);
 }
 
-absl::StatusOr<InferredNode> InferRawKernel(Inputs, AttrMap& attrs) {
+absl::StatusOr<InferredNode> InferRawKernel(Inputs in, AttrMap& attrs) {
   for (const char* name : {"grid", "block"}) {
     const std::vector<int64_t> dims = *Get<std::vector<int64_t>>(attrs, name);
     if (dims.empty() || dims.size() > 3) {
@@ -1002,16 +933,26 @@ absl::StatusOr<InferredNode> InferRawKernel(Inputs, AttrMap& attrs) {
       }
     }
   }
+  const std::vector<int64_t> block = *Get<std::vector<int64_t>>(attrs, "block");
+  int64_t threads = 1;
+  for (int64_t d : block) threads *= d;
+  if (threads > 1024) {
+    return Invalid("'block' ", FormatDims(block), " has ", threads,
+                   " threads; a block has at most 1024");
+  }
   const int64_t shared_mem = Get<int64_t>(attrs, "shared_mem").value_or(0);
   if (shared_mem < 0) return Invalid("'shared_mem' must be >= 0, got ", shared_mem);
   attrs["shared_mem"] = shared_mem;
-  const std::vector<int64_t> dims = *Get<std::vector<int64_t>>(attrs, "out_shape");
-  for (int64_t d : dims) {
-    if (d < 0) return Invalid("negative dimension ", d, " in out_shape ", FormatDims(dims));
+  if (!attrs.contains("options")) attrs["options"] = std::vector<std::string>();
+  const int64_t output = *Get<int64_t>(attrs, "output");
+  if (output < 0 || output >= static_cast<int64_t>(in.size())) {
+    return Invalid("'output' must index one of the ", in.size(), " arguments, got ", output);
   }
-  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape shape, Shape::Create(dims));
-  const DType dtype = *Get<DType>(attrs, "out_dtype");
-  return Inferred(dtype, std::move(shape), dtype);
+  const ValueType& out = in[output];
+  if (out.weak) {
+    return Invalid("argument ", output, " ('output') must be an array, got a Python scalar");
+  }
+  return Inferred(out.dtype, out.shape, out.dtype);
 }
 
 // ---- the table --------------------------------------------------------------------
@@ -1263,39 +1204,51 @@ std::vector<OpDef> BuildOps() {
       "normal random values (Box-Muller), the same on every backend",
       RandomInfer("random_normal", {"mean", 0.0, "std", 1.0})));
 
-  // Custom kernels (CUDA backend only).
+  // Custom kernels (CUDA backend only; docs/custom_kernels.md).
   const AttrDef in_params =
-      Attr("in_params", AttrType::kString, true, "CuPy input parameters, e.g. 'T x, T y'");
+      Attr("in_params", AttrType::kString, true, "CuPy input parameters, e.g. 'T x, raw T y'");
   const AttrDef out_params =
-      Attr("out_params", AttrType::kString, true, "CuPy output parameter, e.g. 'T z'");
-  ops.push_back(
-      MakeOp("elementwise_kernel", OpFamily::kCustom, 1, -1,
-             {in_params, out_params,
-              Attr("operation", AttrType::kString, true, "CUDA statement(s) for one element"),
-              Attr("name", AttrType::kString, false, "kernel name (default 'kernel')"),
-              Attr("preamble", AttrType::kString, false, "code placed before the kernel")},
-             "a cupy.ElementwiseKernel (CUDA backend only)", InferElementwiseKernel));
+      Attr("out_params", AttrType::kString, true, "CuPy output parameters, e.g. 'T z'");
+  const AttrDef preamble =
+      Attr("preamble", AttrType::kString, false, "code placed before the kernel");
+  ops.push_back(MakeOp(
+      "elementwise_kernel", OpFamily::kCustom, 1, -1,
+      {in_params, out_params,
+       Attr("operation", AttrType::kString, true, "CUDA statement(s) for element i"),
+       Attr("name", AttrType::kString, false, "kernel name (default 'kernel')"), preamble,
+       Attr("loop_prep", AttrType::kString, false, "code run by each thread before the loop"),
+       Attr("after_loop", AttrType::kString, false, "code run by each thread after the loop"),
+       Attr("size", AttrType::kInt, false,
+            "loop size when no non-raw array argument gives the shape"),
+       Attr("output", AttrType::kInt, false, "which out param is the node's value (default 0)")},
+      "a cupy.ElementwiseKernel: inputs are the in params, optionally followed by the out "
+      "params' initial values (CUDA backend only)",
+      InferElementwiseKernel));
   ops.push_back(MakeOp(
       "reduction_kernel", OpFamily::kCustom, 1, -1,
       {in_params, out_params, Attr("map_expr", AttrType::kString, true, "mapping expression"),
        Attr("reduce_expr", AttrType::kString, true, "reduction expression of a and b"),
-       Attr("post_map_expr", AttrType::kString, true, "expression of a giving the output"),
+       Attr("post_map_expr", AttrType::kString, true, "statement of a writing the output"),
        Attr("identity", AttrType::kString, true, "identity value of the reduction"),
-       Attr("reduce_type", AttrType::kString, false, "type of the accumulator"),
-       Attr("name", AttrType::kString, false, "kernel name (default 'reduce_kernel')"), axes_attr,
-       keepdims_attr},
+       Attr("reduce_type", AttrType::kString, false,
+            "dtype or placeholder of a and b (default the output's)"),
+       Attr("name", AttrType::kString, false, "kernel name (default 'reduce_kernel')"), preamble,
+       axes_attr, keepdims_attr},
       "a cupy.ReductionKernel (CUDA backend only)", InferReductionKernel));
-  ops.push_back(
-      MakeOp("raw_kernel", OpFamily::kCustom, 0, -1,
-             {Attr("source", AttrType::kString, true, "CUDA source"),
-              Attr("name", AttrType::kString, true, "the __global__ function to launch"),
-              Attr("grid", AttrType::kInts, true, "grid size, 1 to 3 entries"),
-              Attr("block", AttrType::kInts, true, "block size, 1 to 3 entries"),
-              Attr("shared_mem", AttrType::kInt, false, "dynamic shared memory bytes (default 0)"),
-              Attr("out_dtype", AttrType::kDType, true, "dtype of the output"),
-              Attr("out_shape", AttrType::kInts, true, "shape of the output")},
-             "a cupy.RawKernel; its output is passed as the last argument (CUDA backend only)",
-             InferRawKernel));
+  ops.push_back(MakeOp(
+      "raw_kernel", OpFamily::kCustom, 1, -1,
+      {Attr("code", AttrType::kString, true, "CUDA source"),
+       Attr("name", AttrType::kString, true, "the extern \"C\" __global__ function to launch"),
+       Attr("grid", AttrType::kInts, true, "grid size, 1 to 3 entries"),
+       Attr("block", AttrType::kInts, true, "block size, 1 to 3 entries"),
+       Attr("shared_mem", AttrType::kInt, false, "dynamic shared memory bytes (default 0)"),
+       Attr("output", AttrType::kInt, true,
+            "the argument whose contents after the launch are the node's value (it is copied "
+            "first, so arrays stay immutable)"),
+       Attr("options", AttrType::kStrings, false, "extra NVRTC options")},
+      "a cupy.RawKernel launch: arrays by pointer, literals by value (CUDA backend only; "
+      "gpuflowd --allow_raw_kernels)",
+      InferRawKernel));
   return ops;
 }
 

@@ -44,7 +44,10 @@ class Server:
         self._log = open(self.log_path, "w")
         full_env = dict(os.environ, **(env or {}))
         self.proc = subprocess.Popen(
-            [server_binary(), "--port=0", f"--port_file={port_file}", f"--backend={BACKEND}", *args],
+            # No metrics endpoint unless a test asks (a fixed port would collide
+            # between servers); a later --metrics_port in args wins.
+            [server_binary(), "--port=0", f"--port_file={port_file}", f"--backend={BACKEND}",
+             "--metrics_port=0", *args],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=full_env,
@@ -91,6 +94,14 @@ def server():
         "--max_array_bytes=2GiB",
         "--session_reap_interval=100ms",
     )
+    yield srv
+    assert srv.stop() == 0, srv.log()
+
+
+@pytest.fixture(scope="session")
+def raw_kernel_server():
+    """A server that accepts raw CUDA kernels (--allow_raw_kernels)."""
+    srv = Server("--allow_raw_kernels")
     yield srv
     assert srv.stop() == 0, srv.log()
 

@@ -7,6 +7,10 @@
         print(s.download("x"))
 """
 
+import collections
+import itertools
+import threading
+
 import numpy as np
 import grpc
 
@@ -18,6 +22,17 @@ from gpuflow.v1 import service_pb2, service_pb2_grpc, types_pb2
 DEFAULT_TARGET = "localhost:50051"
 DEFAULT_CHUNK_BYTES = 1 << 20
 _MAX_MESSAGE_BYTES = 64 << 20
+
+
+_current = threading.local()
+
+
+def current_session():
+    """The innermost session entered with ``with`` in this thread (or None).
+    Array-creating functions (``gpuflow.zeros``, ``gpuflow.asarray``, ...)
+    use it when no ``session=`` is given."""
+    stack = getattr(_current, "stack", None)
+    return stack[-1] if stack else None
 
 
 def _rpc(method, request, **kwargs):
@@ -84,6 +99,14 @@ class Client:
             self._channel.close()
             raise UnavailableError(f"no gpuflow server answered at {target} within {timeout} s") from None
         self.stub = service_pb2_grpc.GpuFlowStub(self._channel)
+        self._limits = None
+
+    @property
+    def limits(self):
+        """The server's ``Limits`` message, fetched once and cached."""
+        if self._limits is None:
+            self._limits = self.info().limits
+        return self._limits
 
     def info(self):
         """The server's ``ServerInfo`` message: version, backend, device,
@@ -122,6 +145,58 @@ class Session:
         self.memory_limit = info.memory_limit_bytes
         self.idle_ttl = info.idle_ttl.ToTimedelta().total_seconds()
         self.closed = False
+        # Names of temporary arrays (uploaded for RemoteArrays) no longer
+        # referenced; deleted before the next array-API call. Filled by
+        # weakref finalizers, which may run on any thread at any time, so they
+        # only append here and never make RPCs themselves.
+        self._released = collections.deque()
+        self._temp_ids = itertools.count()
+
+    @property
+    def client(self):
+        """The :class:`Client` this session belongs to."""
+        return self._client
+
+    # -- RemoteArrays (see gpuflow.remote_array) ------------------------------
+
+    def asarray(self, obj, dtype=None):
+        """Uploads ``obj`` (a numpy array, a CPU or CUDA torch tensor, an
+        object with ``__dlpack__`` or ``__array__``, a list or a scalar) and
+        returns a :class:`gpuflow.RemoteArray` for it. The upload is a
+        temporary array of this session, deleted once no RemoteArray uses it.
+        A RemoteArray of this session is returned as is (cast to ``dtype``)."""
+        from gpuflow import remote_array
+
+        return remote_array.asarray(obj, dtype=dtype, session=self)
+
+    def array(self, name):
+        """A :class:`gpuflow.RemoteArray` for the session array ``name`` (which
+        must exist; later uploads under that name change what it reads)."""
+        from gpuflow import remote_array
+
+        return remote_array.RemoteArray._from_session_array(self, self.info(name))
+
+    def _check_open(self):
+        if self.closed:
+            from gpuflow.errors import SessionClosedError
+
+            raise SessionClosedError(f"session {self.id} is closed")
+
+    def _new_temp_name(self):
+        return f"_tmp.{next(self._temp_ids)}"
+
+    def _release_temp(self, name):
+        if not self.closed:
+            self._released.append(name)
+
+    def _delete_released(self):
+        """Deletes temporary arrays whose RemoteArrays are gone."""
+        while self._released and not self.closed:
+            name = self._released.popleft()
+            try:
+                self.delete(name)
+            except Error:
+                pass  # already gone (expired session, deleted by the user)
 
     # -- arrays -------------------------------------------------------------
 
@@ -233,16 +308,27 @@ class Session:
         return reply.memory_used_bytes
 
     def close(self):
-        """Closes the session, freeing everything it holds. Safe to call twice."""
+        """Closes the session, freeing everything it holds. Safe to call twice.
+        RemoteArrays of a closed session raise :class:`SessionClosedError`."""
         if self.closed:
             return
         self.closed = True
+        self._released.clear()
         _rpc(self._stub.CloseSession, service_pb2.CloseSessionRequest(session_id=self.id))
 
     def __enter__(self):
+        """Closes the session on exit, and makes it the current session of
+        this thread meanwhile (see :func:`current_session`)."""
+        stack = getattr(_current, "stack", None)
+        if stack is None:
+            stack = _current.stack = []
+        stack.append(self)
         return self
 
     def __exit__(self, *exc):
+        stack = getattr(_current, "stack", [])
+        if self in stack:
+            del stack[len(stack) - 1 - stack[::-1].index(self)]
         try:
             self.close()
         except Error:

@@ -44,6 +44,19 @@ class FailedPreconditionError(Error):
     code = grpc.StatusCode.FAILED_PRECONDITION
 
 
+class PermissionDeniedError(Error):
+    """The server does not allow this request (e.g. a raw CUDA kernel on a
+    server started without --allow_raw_kernels)."""
+
+    code = grpc.StatusCode.PERMISSION_DENIED
+
+
+class SessionClosedError(NotFoundError):
+    """A RemoteArray (or a call) used a session that this client closed.
+    Raised by the client before any request; the server would answer
+    NOT_FOUND."""
+
+
 class UnavailableError(Error):
     code = grpc.StatusCode.UNAVAILABLE
 
@@ -67,6 +80,7 @@ _BY_CODE = {
         NotFoundError,
         ResourceExhaustedError,
         FailedPreconditionError,
+        PermissionDeniedError,
         UnavailableError,
         UnimplementedError,
         CancelledError,

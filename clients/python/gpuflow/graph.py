@@ -21,7 +21,8 @@ import numpy as np
 from gpuflow import dtypes
 from gpuflow.v1 import graph_pb2, types_pb2
 
-_DTYPE_ATTRS = {"dtype", "out_dtype", "reduce_type"}
+# reduce_type (custom reduction kernels) is a string: a C type name or a dtype name.
+_DTYPE_ATTRS = {"dtype", "out_dtype"}
 
 
 class Node:

@@ -239,24 +239,26 @@ TEST(OpRegistryTest, AttributesMatchTheDocs) {
               UnorderedElementsAre(P{"shape", AttrType::kInts}, P{"seed", AttrType::kInt},
                                    P{"mean", AttrType::kFloat}, P{"std", AttrType::kFloat},
                                    P{"dtype", AttrType::kDType}));
-  EXPECT_THAT(
-      AttrsOf("raw_kernel"),
-      UnorderedElementsAre(P{"source", AttrType::kString}, P{"name", AttrType::kString},
-                           P{"grid", AttrType::kInts}, P{"block", AttrType::kInts},
-                           P{"shared_mem", AttrType::kInt}, P{"out_dtype", AttrType::kDType},
-                           P{"out_shape", AttrType::kInts}));
+  EXPECT_THAT(AttrsOf("raw_kernel"),
+              UnorderedElementsAre(P{"code", AttrType::kString}, P{"name", AttrType::kString},
+                                   P{"grid", AttrType::kInts}, P{"block", AttrType::kInts},
+                                   P{"shared_mem", AttrType::kInt}, P{"output", AttrType::kInt},
+                                   P{"options", AttrType::kStrings}));
   EXPECT_THAT(
       AttrsOf("reduction_kernel"),
       UnorderedElementsAre(P{"in_params", AttrType::kString}, P{"out_params", AttrType::kString},
                            P{"map_expr", AttrType::kString}, P{"reduce_expr", AttrType::kString},
                            P{"post_map_expr", AttrType::kString}, P{"identity", AttrType::kString},
                            P{"reduce_type", AttrType::kString}, P{"name", AttrType::kString},
-                           P{"axes", AttrType::kInts}, P{"keepdims", AttrType::kBool}));
+                           P{"preamble", AttrType::kString}, P{"axes", AttrType::kInts},
+                           P{"keepdims", AttrType::kBool}));
   EXPECT_THAT(
       AttrsOf("elementwise_kernel"),
       UnorderedElementsAre(P{"in_params", AttrType::kString}, P{"out_params", AttrType::kString},
                            P{"operation", AttrType::kString}, P{"name", AttrType::kString},
-                           P{"preamble", AttrType::kString}));
+                           P{"preamble", AttrType::kString}, P{"loop_prep", AttrType::kString},
+                           P{"after_loop", AttrType::kString}, P{"size", AttrType::kInt},
+                           P{"output", AttrType::kInt}));
 
   EXPECT_THAT(RequiredAttrsOf("cast"), ElementsAre("dtype"));
   EXPECT_THAT(RequiredAttrsOf("sum"), IsEmpty());
@@ -269,7 +271,7 @@ TEST(OpRegistryTest, AttributesMatchTheDocs) {
   EXPECT_THAT(RequiredAttrsOf("arange"), ElementsAre("stop"));
   EXPECT_THAT(RequiredAttrsOf("random_uniform"), ElementsAre("seed", "shape"));
   EXPECT_THAT(RequiredAttrsOf("raw_kernel"),
-              ElementsAre("block", "grid", "name", "out_dtype", "out_shape", "source"));
+              ElementsAre("block", "code", "grid", "name", "output"));
 }
 
 TEST(OpFamilyNameTest, NamesEveryFamily) {
@@ -1181,41 +1183,122 @@ TEST(CustomKernelTest, ElementwiseKernelOutputFromParams) {
               IsOkAndHolds(Produces(DType::kFloat32, S({3, 4}), DType::kFloat32)));
   EXPECT_THAT(attrs.at("name"), VariantWith<std::string>("kernel"));
   EXPECT_THAT(attrs.at("preamble"), VariantWith<std::string>(""));
-  EXPECT_THAT(Infer("elementwise_kernel", {T(DType::kInt8, {2}), T(DType::kFloat64)},
+  EXPECT_THAT(attrs.at("output"), VariantWith<int64_t>(0));
+  EXPECT_THAT(Infer("elementwise_kernel", {T(DType::kInt8, {2}), T(DType::kFloat64, {5})},
                     {{"in_params", std::string("int8 x, raw T y")},
                      {"out_params", std::string("float16 z")},
                      {"operation", std::string("z = x")}}),
               IsOkAndHolds(Produces(DType::kFloat16, S({2}), DType::kFloat16)));
 }
 
-TEST(CustomKernelTest, ElementwiseKernelUnsupportedCases) {
+TEST(CustomKernelTest, ElementwiseKernelSecondOutputAndGivenOutputs) {
+  AttrMap attrs = {{"in_params", std::string("T x")},
+                   {"out_params", std::string("T y, int32 n")},
+                   {"operation", std::string("y = x; n = 1")},
+                   {"output", int64_t{1}}};
+  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kFloat64, {3})}, attrs),
+              IsOkAndHolds(Produces(DType::kInt32, S({3}), DType::kInt32)));
+  // An unbound output placeholder is bound by the given output array.
+  EXPECT_THAT(Infer("elementwise_kernel", {T(DType::kFloat32, {3}), T(DType::kFloat64, {3})},
+                    {{"in_params", std::string("T x")},
+                     {"out_params", std::string("U y")},
+                     {"operation", std::string("y = x")}}),
+              IsOkAndHolds(Produces(DType::kFloat64, S({3}), DType::kFloat64)));
+}
+
+TEST(CustomKernelTest, ElementwiseKernelPythonScalarsBindAfterArrays) {
+  // 'T x, float64 threshold' (CuPy's softplus): the scalar is converted.
+  EXPECT_THAT(Infer("elementwise_kernel", {T(DType::kFloat32, {4}), WeakIntType()},
+                    {{"in_params", std::string("T x, float64 threshold")},
+                     {"out_params", std::string("T y")},
+                     {"operation", std::string("y = x")}}),
+              IsOkAndHolds(Produces(DType::kFloat32, S({4}), DType::kFloat32)));
+  // A placeholder only a Python float binds is float64.
+  EXPECT_THAT(Infer("elementwise_kernel", {T(DType::kInt8, {4}), WeakFloatType()},
+                    {{"in_params", std::string("T x, U s")},
+                     {"out_params", std::string("U y")},
+                     {"operation", std::string("y = x * s")}}),
+              IsOkAndHolds(Produces(DType::kFloat64, S({4}), DType::kFloat64)));
+  // An array binds T before the scalar would.
+  EXPECT_THAT(Infer("elementwise_kernel", {WeakFloatType(), T(DType::kInt16, {4})},
+                    {{"in_params", std::string("T s, T x")},
+                     {"out_params", std::string("T y")},
+                     {"operation", std::string("y = x * s")}}),
+              IsOkAndHolds(Produces(DType::kInt16, S({4}), DType::kInt16)));
+}
+
+TEST(CustomKernelTest, ElementwiseKernelSizeGivesTheLoopShape) {
+  AttrMap attrs = {{"in_params", std::string("raw T x")},
+                   {"out_params", std::string("T y")},
+                   {"operation", std::string("y = x[_ind.size() - i - 1]")},
+                   {"size", int64_t{7}}};
+  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kUInt8, {7})}, attrs),
+              IsOkAndHolds(Produces(DType::kUInt8, S({7}), DType::kUInt8)));
+  attrs.erase("size");
+  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kUInt8, {7})}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("loop size is undecided")));
+  attrs = {{"in_params", std::string("T x")},
+           {"out_params", std::string("T y")},
+           {"operation", std::string("y = x")},
+           {"size", int64_t{3}}};
+  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kUInt8, {7})}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("'size' is given but the arguments have shape (7,)")));
+}
+
+TEST(CustomKernelTest, ElementwiseKernelRejectsBadSignatures) {
   const AttrMap base = {{"in_params", std::string("T x")},
                         {"out_params", std::string("T z")},
                         {"operation", std::string("z = x")}};
   AttrMap attrs = base;
   attrs["out_params"] = std::string("U z");
-  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kInt8)}, attrs),
+  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kInt8, {2})}, attrs),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       "the type 'U' of output 'z' is not bound by an input; this is not "
-                       "supported yet"));
+                       "the type 'U' of 'z' is not bound by any argument; pass the output array "
+                       "or declare a dtype"));
   attrs = base;
-  attrs["out_params"] = std::string("T z, T w");
-  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kInt8)}, attrs),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not supported yet")));
-  attrs = base;
-  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kInt8), T(DType::kInt8)}, attrs),
+  EXPECT_THAT(InferAttrs("elementwise_kernel",
+                         {T(DType::kInt8, {2}), T(DType::kInt8, {2}), T(DType::kInt8, {2})}, attrs),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       "in_params declares 1 inputs, but the node has 2"));
+                       HasSubstr("in_params declares 1 inputs and out_params 1 outputs, but the "
+                                 "node has 3 inputs")));
   attrs = base;
   attrs["in_params"] = std::string("T x, T y");
   EXPECT_THAT(
-      InferAttrs("elementwise_kernel", {T(DType::kInt8), T(DType::kInt16)}, attrs),
-      StatusIs(absl::StatusCode::kInvalidArgument, "type T is bound to both int8 and int16"));
+      InferAttrs("elementwise_kernel", {T(DType::kInt8, {2}), T(DType::kInt16, {2})}, attrs),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "type T is bound to both int8 and int16 (by 'y')"));
   attrs = base;
   attrs["in_params"] = std::string("x");
-  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kInt8)}, attrs),
+  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kInt8, {2})}, attrs),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "cannot parse 'x' in in_params (expected '[raw] TYPE NAME')"));
+  attrs = base;
+  attrs["in_params"] = std::string("float x");
+  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kInt8, {2})}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is a C type name")));
+  attrs = base;
+  attrs["in_params"] = std::string("T i");
+  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kInt8, {2})}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is reserved")));
+  attrs = base;
+  attrs["out_params"] = std::string("T x");
+  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kInt8, {2})}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument, "parameter 'x' is declared twice"));
+  attrs = base;
+  attrs["in_params"] = std::string("raw float32 x");
+  attrs["size"] = int64_t{2};
+  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kFloat64, {2})}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "raw parameter 'x' is declared float32 but the array is float64"));
+  attrs = base;
+  attrs["output"] = int64_t{1};
+  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kInt8, {2})}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument, "'output' must be in [0, 1), got 1"));
+  attrs = base;
+  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kInt8, {2}), T(DType::kInt8, {3})}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "output 'z' has shape (3,) but the arguments broadcast to (2,)"));
 }
 
 TEST(CustomKernelTest, ReductionKernelReducesAxes) {
@@ -1228,30 +1311,52 @@ TEST(CustomKernelTest, ReductionKernelReducesAxes) {
   EXPECT_THAT(attrs.at("axes"), VariantWith<std::vector<int64_t>>(ElementsAre(1)));
   EXPECT_THAT(attrs.at("keepdims"), VariantWith<bool>(false));
   EXPECT_THAT(attrs.at("name"), VariantWith<std::string>("reduce_kernel"));
+  // reduce_type sets the accumulator (the compute dtype).
+  attrs["reduce_type"] = std::string("float32");
+  attrs.erase("axes");
+  EXPECT_THAT(InferAttrs("reduction_kernel", {T(DType::kFloat16, {2, 3})}, attrs),
+              IsOkAndHolds(Produces(DType::kFloat16, S({}), DType::kFloat32)));
+  attrs["reduce_type"] = std::string("V");
+  EXPECT_THAT(InferAttrs("reduction_kernel", {T(DType::kFloat16, {2, 3})}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("reduce_type 'V'")));
+  attrs.erase("reduce_type");
+  attrs["out_params"] = std::string("T y, T z");
+  EXPECT_THAT(InferAttrs("reduction_kernel", {T(DType::kFloat16, {2, 3})}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "a reduction kernel has exactly one output, got 2"));
 }
 
-TEST(CustomKernelTest, RawKernelOutputFromAttributes) {
-  AttrMap attrs = {{"source", std::string("extern \"C\" __global__ void k(float* y) {}")},
+TEST(CustomKernelTest, RawKernelOutputIsAnArgument) {
+  AttrMap attrs = {{"code", std::string("extern \"C\" __global__ void k(float* y) {}")},
                    {"name", std::string("k")},
                    {"grid", std::vector<int64_t>{4}},
                    {"block", std::vector<int64_t>{128, 2}},
-                   {"out_dtype", DType::kFloat32},
-                   {"out_shape", std::vector<int64_t>{16, 32}}};
-  EXPECT_THAT(InferAttrs("raw_kernel", {T(DType::kInt8, {9})}, attrs),
+                   {"output", int64_t{1}}};
+  EXPECT_THAT(InferAttrs("raw_kernel", {T(DType::kInt8, {9}), T(DType::kFloat32, {16, 32})}, attrs),
               IsOkAndHolds(Produces(DType::kFloat32, S({16, 32}), DType::kFloat32)));
   EXPECT_THAT(attrs.at("shared_mem"), VariantWith<int64_t>(0));
+  attrs["output"] = int64_t{0};
+  EXPECT_THAT(InferAttrs("raw_kernel", {WeakIntType()}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "argument 0 ('output') must be an array, got a Python scalar"));
+  attrs["output"] = int64_t{3};
+  EXPECT_THAT(InferAttrs("raw_kernel", {T(DType::kInt8, {9})}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "'output' must index one of the 1 arguments, got 3"));
+  attrs["output"] = int64_t{0};
+  attrs["block"] = std::vector<int64_t>{64, 32};
+  EXPECT_THAT(InferAttrs("raw_kernel", {T(DType::kInt8, {9})}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "'block' (64, 32) has 2048 threads; a block has at most 1024"));
+  attrs["block"] = std::vector<int64_t>{1};
   attrs["grid"] = std::vector<int64_t>{1, 1, 1, 1};
   EXPECT_THAT(
-      InferAttrs("raw_kernel", {}, attrs),
+      InferAttrs("raw_kernel", {T(DType::kInt8, {9})}, attrs),
       StatusIs(absl::StatusCode::kInvalidArgument, "'grid' must have 1 to 3 entries, got 4"));
   attrs["grid"] = std::vector<int64_t>{0};
-  EXPECT_THAT(InferAttrs("raw_kernel", {}, attrs),
+  EXPECT_THAT(InferAttrs("raw_kernel", {T(DType::kInt8, {9})}, attrs),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "'grid' entries must be in [1, 2^31), got (0,)"));
-  attrs["grid"] = std::vector<int64_t>{1};
-  attrs["shared_mem"] = int64_t{-1};
-  EXPECT_THAT(InferAttrs("raw_kernel", {}, attrs),
-              StatusIs(absl::StatusCode::kInvalidArgument, "'shared_mem' must be >= 0, got -1"));
 }
 
 }  // namespace

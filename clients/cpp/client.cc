@@ -1,0 +1,268 @@
+#include "clients/cpp/client.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "clients/cpp/status_macros_internal.h"
+
+namespace gpuflow::client {
+
+namespace internal {
+
+// What every handle of one client shares.
+struct Connection {
+  std::string target;
+  ClientOptions options;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::GpuFlow::Stub> stub;
+
+  absl::Mutex mutex;
+  std::optional<v1::Limits> limits ABSL_GUARDED_BY(mutex);
+
+  // A context carrying the call deadline, if any.
+  std::unique_ptr<grpc::ClientContext> NewContext() const {
+    auto context = std::make_unique<grpc::ClientContext>();
+    if (options.call_timeout != absl::InfiniteDuration()) {
+      context->set_deadline(absl::ToChronoTime(absl::Now() + options.call_timeout));
+    }
+    return context;
+  }
+
+  absl::StatusOr<v1::ServerInfo> Info() {
+    v1::ServerInfo info;
+    std::unique_ptr<grpc::ClientContext> context = NewContext();
+    GPUFLOW_CLIENT_RETURN_IF_ERROR(
+        FromGrpcStatus(stub->GetServerInfo(context.get(), v1::GetServerInfoRequest(), &info)));
+    absl::MutexLock lock(&mutex);
+    limits = info.limits();
+    return info;
+  }
+
+  absl::StatusOr<v1::Limits> Limits() {
+    {
+      absl::MutexLock lock(&mutex);
+      if (limits.has_value()) return *limits;
+    }
+    GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::ServerInfo info, Info());
+    return info.limits();
+  }
+
+  // The chunk size for transfers: the server's largest, or 1 MiB when a
+  // server reports none.
+  absl::StatusOr<int64_t> ChunkBytes() {
+    GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::Limits server_limits, Limits());
+    return server_limits.max_chunk_bytes() > 0 ? server_limits.max_chunk_bytes() : int64_t{1} << 20;
+  }
+
+  // Runs one unary call.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(grpc::Status (v1::GpuFlow::Stub::*method)(grpc::ClientContext*,
+                                                                          const Request&,
+                                                                          Response*),
+                                const Request& request) {
+    Response response;
+    std::unique_ptr<grpc::ClientContext> context = NewContext();
+    GPUFLOW_CLIENT_RETURN_IF_ERROR(
+        FromGrpcStatus(((*stub).*method)(context.get(), request, &response)));
+    return response;
+  }
+};
+
+}  // namespace internal
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  // grpc::StatusCode and absl::StatusCode are both the canonical codes
+  // (google.rpc.Code); anything outside them is UNKNOWN.
+  const int code = static_cast<int>(status.error_code());
+  const absl::StatusCode absl_code =
+      code > 0 && code <= static_cast<int>(absl::StatusCode::kUnauthenticated)
+          ? static_cast<absl::StatusCode>(code)
+          : absl::StatusCode::kUnknown;
+  return absl::Status(absl_code, status.error_message());
+}
+
+// ---------------------------------------------------------------- Client
+
+absl::StatusOr<Client> Client::Connect(const std::string& target, const ClientOptions& options) {
+  grpc::ChannelArguments args;
+  // Inline results and download chunks are bounded by the server's limits,
+  // which the client does not know yet: accept any size.
+  args.SetMaxReceiveMessageSize(-1);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + options.connect_timeout))) {
+    return absl::UnavailableError(absl::StrCat("no gpuflow server answered at ", target, " within ",
+                                               absl::FormatDuration(options.connect_timeout)));
+  }
+  Client client = FromChannel(std::move(channel), options);
+  client.connection_->target = target;
+  return client;
+}
+
+Client Client::FromChannel(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options) {
+  auto connection = std::make_shared<internal::Connection>();
+  connection->options = options;
+  connection->stub = v1::GpuFlow::NewStub(channel);
+  connection->channel = std::move(channel);
+  return Client(std::move(connection));
+}
+
+absl::StatusOr<v1::ServerInfo> Client::Info() const { return connection_->Info(); }
+
+absl::StatusOr<v1::Limits> Client::Limits() const { return connection_->Limits(); }
+
+absl::StatusOr<Session> Client::CreateSession(const SessionOptions& options) const {
+  v1::CreateSessionRequest request;
+  request.set_label(options.label);
+  request.set_memory_limit_bytes(options.memory_limit_bytes);
+  if (options.idle_ttl > absl::ZeroDuration()) {
+    const int64_t nanos = absl::ToInt64Nanoseconds(options.idle_ttl);
+    request.mutable_idle_ttl()->set_seconds(nanos / 1'000'000'000);
+    request.mutable_idle_ttl()->set_nanos(static_cast<int32_t>(nanos % 1'000'000'000));
+  }
+  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::SessionInfo info,
+                                  connection_->Call(&v1::GpuFlow::Stub::CreateSession, request));
+  return Session(connection_, info.session_id());
+}
+
+Session Client::OpenSession(std::string session_id) const {
+  return Session(connection_, std::move(session_id));
+}
+
+v1::GpuFlow::Stub& Client::stub() const { return *connection_->stub; }
+
+const std::string& Client::target() const { return connection_->target; }
+
+// ---------------------------------------------------------------- Session
+
+absl::StatusOr<v1::ArrayInfo> Session::Upload(absl::string_view name, const Array& array) const {
+  if (absl::Status status = array.Validate(); !status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot upload '", name, "': ", status.message()));
+  }
+  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(const int64_t chunk_bytes, connection_->ChunkBytes());
+
+  v1::ArrayInfo info;
+  std::unique_ptr<grpc::ClientContext> context = connection_->NewContext();
+  std::unique_ptr<grpc::ClientWriter<v1::UploadArrayRequest>> writer =
+      connection_->stub->UploadArray(context.get(), &info);
+  v1::UploadArrayRequest message;
+  v1::UploadHeader* header = message.mutable_header();
+  header->set_session_id(id_);
+  header->set_name(std::string(name));
+  header->set_dtype(array.dtype);
+  header->mutable_shape()->Add(array.shape.begin(), array.shape.end());
+  // A failed Write means the server ended the call: Finish says why.
+  bool open = writer->Write(message);
+  const absl::string_view data = array.data;
+  for (size_t offset = 0; open && offset < data.size(); offset += chunk_bytes) {
+    message.set_chunk(std::string(data.substr(offset, chunk_bytes)));
+    open = writer->Write(message);
+  }
+  if (open) writer->WritesDone();
+  GPUFLOW_CLIENT_RETURN_IF_ERROR(FromGrpcStatus(writer->Finish()));
+  return info;
+}
+
+absl::StatusOr<Array> Session::Download(absl::string_view name) const {
+  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(const int64_t chunk_bytes, connection_->ChunkBytes());
+  v1::DownloadArrayRequest request;
+  request.set_session_id(id_);
+  request.set_name(std::string(name));
+  request.set_chunk_bytes(chunk_bytes);
+  std::unique_ptr<grpc::ClientContext> context = connection_->NewContext();
+  std::unique_ptr<grpc::ClientReader<v1::DownloadArrayResponse>> reader =
+      connection_->stub->DownloadArray(context.get(), request);
+
+  Array array;
+  std::optional<v1::ArrayInfo> header;
+  absl::Status stream_error;
+  v1::DownloadArrayResponse message;
+  while (reader->Read(&message)) {
+    if (!stream_error.ok()) continue;  // drain, so that Finish can return
+    if (message.has_header()) {
+      if (header.has_value()) {
+        stream_error = absl::DataLossError(
+            absl::StrCat("download of '", name, "': the server sent a second header"));
+        continue;
+      }
+      header = message.header();
+      array.dtype = header->dtype();
+      array.shape.assign(header->shape().begin(), header->shape().end());
+      array.data.reserve(header->num_bytes());
+    } else if (!header.has_value() ||
+               static_cast<int64_t>(array.data.size() + message.chunk().size()) >
+                   header->num_bytes()) {
+      stream_error = absl::DataLossError(
+          absl::StrCat("download of '", name, "': the server sent data ",
+                       header.has_value() ? "past the header's byte count" : "before the header"));
+    } else {
+      array.data += message.chunk();
+    }
+  }
+  GPUFLOW_CLIENT_RETURN_IF_ERROR(FromGrpcStatus(reader->Finish()));
+  GPUFLOW_CLIENT_RETURN_IF_ERROR(stream_error);
+  if (!header.has_value() || static_cast<int64_t>(array.data.size()) != header->num_bytes()) {
+    return absl::DataLossError(absl::StrCat(
+        "download of '", name, "' ended after ", array.data.size(), " bytes of ",
+        header.has_value() ? absl::StrCat(header->num_bytes()) : std::string("an unknown count")));
+  }
+  if (absl::Status status = array.Validate(); !status.ok()) {
+    return absl::DataLossError(absl::StrCat("download of '", name, "': ", status.message()));
+  }
+  return array;
+}
+
+absl::StatusOr<v1::ListArraysResponse> Session::List() const {
+  v1::ListArraysRequest request;
+  request.set_session_id(id_);
+  return connection_->Call(&v1::GpuFlow::Stub::ListArrays, request);
+}
+
+absl::StatusOr<v1::ArrayInfo> Session::Info(absl::string_view name) const {
+  v1::GetArrayInfoRequest request;
+  request.set_session_id(id_);
+  request.set_name(std::string(name));
+  return connection_->Call(&v1::GpuFlow::Stub::GetArrayInfo, request);
+}
+
+absl::StatusOr<int64_t> Session::Delete(absl::string_view name) const {
+  v1::DeleteArrayRequest request;
+  request.set_session_id(id_);
+  request.set_name(std::string(name));
+  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::DeleteArrayResponse response,
+                                  connection_->Call(&v1::GpuFlow::Stub::DeleteArray, request));
+  return response.freed_bytes();
+}
+
+absl::StatusOr<v1::ExecuteResponse> Session::Execute(v1::ExecuteRequest request) const {
+  request.set_session_id(id_);
+  return connection_->Call(&v1::GpuFlow::Stub::Execute, request);
+}
+
+absl::StatusOr<v1::BenchmarkResponse> Session::Benchmark(v1::BenchmarkRequest request) const {
+  request.set_session_id(id_);
+  return connection_->Call(&v1::GpuFlow::Stub::Benchmark, request);
+}
+
+absl::StatusOr<v1::SessionInfo> Session::KeepAlive() const {
+  v1::KeepAliveRequest request;
+  request.set_session_id(id_);
+  return connection_->Call(&v1::GpuFlow::Stub::KeepAlive, request);
+}
+
+absl::StatusOr<int64_t> Session::Close() const {
+  v1::CloseSessionRequest request;
+  request.set_session_id(id_);
+  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::CloseSessionResponse response,
+                                  connection_->Call(&v1::GpuFlow::Stub::CloseSession, request));
+  return response.freed_bytes();
+}
+
+}  // namespace gpuflow::client

@@ -1,0 +1,158 @@
+// The C++ client of gpuflowd: a small API over the generated v1 stub
+// (proto/gpuflow/v1/service.proto), with absl::Status errors.
+//
+//   absl::StatusOr<Client> client = Client::Connect("localhost:50051");
+//   absl::StatusOr<Session> s = client->CreateSession({.label = "demo"});
+//   s->Upload("x", *Array::FromValues<float>({3}, {1, 2, 3}));
+//   absl::StatusOr<v1::ExecuteRequest> request = ParseGraphJson(json);  // graph_json.h
+//   absl::StatusOr<v1::ExecuteResponse> result = s->Execute(*request);
+//   absl::StatusOr<Array> y = s->Download("y");
+//   s->Close();
+//
+// Errors: every call returns the server's gRPC status as an absl::Status
+// with the same code and message (FromGrpcStatus); client-side checks (an
+// invalid Array, a short download) use the same codes.
+//
+// Lifetime and threads: Client and Session are cheap, copyable handles on
+// one shared connection, which lives while any handle does. Both are
+// thread-safe: any number of threads may call them at once (each call is one
+// RPC, or one stream for Upload and Download). A Session does not close
+// itself when its handles go away: call Close(), or let the server expire it
+// after its idle TTL. That is what lets the CLI reuse a session id across
+// processes (Client::OpenSession).
+#ifndef GPUFLOW_CLIENTS_CPP_CLIENT_H_
+#define GPUFLOW_CLIENTS_CPP_CLIENT_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "clients/cpp/array.h"
+#include "gpuflow/v1/service.grpc.pb.h"
+
+namespace gpuflow::client {
+
+// "localhost:50051": where gpuflowd listens by default.
+inline constexpr absl::string_view kDefaultTarget = "localhost:50051";
+
+// The absl::Status with `status`'s code (the two share the canonical code
+// space) and message.
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+struct ClientOptions {
+  // How long Connect waits for the server to answer.
+  absl::Duration connect_timeout = absl::Seconds(10);
+  // Deadline of each call; infinite by default (a Benchmark may run for as
+  // long as the server allows).
+  absl::Duration call_timeout = absl::InfiniteDuration();
+};
+
+struct SessionOptions {
+  // Shown in the server's logs; at most 128 characters.
+  std::string label;
+  // Quota for the session's arrays; 0: the server's default.
+  int64_t memory_limit_bytes = 0;
+  // Idle time after which the server closes the session; zero: its default.
+  absl::Duration idle_ttl = absl::ZeroDuration();
+};
+
+class Session;
+
+namespace internal {
+struct Connection;
+}  // namespace internal
+
+class Client {
+ public:
+  // Opens an insecure channel to `target` ("host:port", or any gRPC target
+  // string) and waits up to options.connect_timeout for it to connect.
+  // UNAVAILABLE, naming the target, when it does not.
+  static absl::StatusOr<Client> Connect(const std::string& target,
+                                        const ClientOptions& options = {});
+  // A client on an existing channel (an in-process one, or one with custom
+  // credentials). Does not wait for it to connect.
+  static Client FromChannel(std::shared_ptr<grpc::Channel> channel,
+                            const ClientOptions& options = {});
+
+  // GetServerInfo: version, backend, device, limits, dtypes, ops.
+  absl::StatusOr<v1::ServerInfo> Info() const;
+
+  // The server's limits: fetched with GetServerInfo by the first call that
+  // needs them (Upload, Download), then kept for the client's lifetime.
+  absl::StatusOr<v1::Limits> Limits() const;
+
+  // Opens a session.
+  absl::StatusOr<Session> CreateSession(const SessionOptions& options = {}) const;
+
+  // A handle on a session that already exists (its id from CreateSession,
+  // perhaps in another process). Makes no call: an unknown or expired id
+  // shows as NOT_FOUND on the first call that uses it.
+  Session OpenSession(std::string session_id) const;
+
+  // The generated stub, for calls this API does not wrap (Precompile).
+  v1::GpuFlow::Stub& stub() const;
+
+  // The target given to Connect ("" for FromChannel).
+  const std::string& target() const;
+
+ private:
+  explicit Client(std::shared_ptr<internal::Connection> connection)
+      : connection_(std::move(connection)) {}
+  std::shared_ptr<internal::Connection> connection_;
+};
+
+// One session of a server: a namespace of arrays with a memory quota.
+class Session {
+ public:
+  // 32 lowercase hex digits.
+  const std::string& id() const { return id_; }
+
+  // Uploads `array` under `name`, replacing an array of that name once the
+  // upload completes. The data goes in chunks of the server's
+  // max_chunk_bytes. INVALID_ARGUMENT, before anything is sent, when the
+  // array is not valid (Array::Validate).
+  absl::StatusOr<v1::ArrayInfo> Upload(absl::string_view name, const Array& array) const;
+
+  // Downloads an array, bit-exact, in chunks of the server's max_chunk_bytes.
+  // DATA_LOSS when the stream ends before (or runs past) the header's byte
+  // count.
+  absl::StatusOr<Array> Download(absl::string_view name) const;
+
+  // Every array of the session, sorted by name, and the memory use.
+  absl::StatusOr<v1::ListArraysResponse> List() const;
+  absl::StatusOr<v1::ArrayInfo> Info(absl::string_view name) const;
+  // Deletes an array; returns the bytes freed.
+  absl::StatusOr<int64_t> Delete(absl::string_view name) const;
+
+  // Runs a graph. The request's session_id is set to this session's.
+  // Inline results come back in ExecuteResponse.outputs[i].value (FromInline
+  // turns one into an Array).
+  absl::StatusOr<v1::ExecuteResponse> Execute(v1::ExecuteRequest request) const;
+  // Times a graph (see BenchmarkRequest). The session_id is set likewise.
+  absl::StatusOr<v1::BenchmarkResponse> Benchmark(v1::BenchmarkRequest request) const;
+
+  // Resets the idle timer; returns the session's state.
+  absl::StatusOr<v1::SessionInfo> KeepAlive() const;
+  // Closes the session, freeing everything it holds; returns the bytes
+  // freed. Every later call on it (from any handle) is NOT_FOUND.
+  absl::StatusOr<int64_t> Close() const;
+
+ private:
+  friend class Client;
+  Session(std::shared_ptr<internal::Connection> connection, std::string id)
+      : connection_(std::move(connection)), id_(std::move(id)) {}
+
+  std::shared_ptr<internal::Connection> connection_;
+  std::string id_;
+};
+
+}  // namespace gpuflow::client
+
+#endif  // GPUFLOW_CLIENTS_CPP_CLIENT_H_

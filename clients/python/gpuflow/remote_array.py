@@ -1,0 +1,915 @@
+"""RemoteArray: CuPy-style arrays that live in a gpuflow session.
+
+    import numpy as np, gpuflow
+    with gpuflow.connect("localhost:50051") as client, client.session() as s:
+        a = s.asarray(np.random.rand(1000, 512).astype(np.float32))
+        y = gpuflow.sqrt((a ** 2).sum(axis=-1))      # builds a graph; nothing runs yet
+        print(y.shape, y.dtype)                       # (1000,) float32, known client-side
+        print(y.get()[:3])                            # one Execute, fused on the server
+        norms, peak = gpuflow.evaluate(y, a.max())    # several results, one Execute
+
+Operations on RemoteArrays only record a node; ``.get()``,
+``gpuflow.evaluate`` and ``.persist`` send the graph that produced the
+requested arrays in one ``Execute``, where the server fuses it. Shapes and
+dtypes are inferred client-side with the server's rules (NumPy 2's), so
+``shape``/``dtype`` need no round trip and shape errors raise at once.
+
+Arrays are immutable: an operation makes a new RemoteArray. The one
+exception mirrors CuPy's in-place style: arrays made by ``gpuflow.empty``,
+``zeros``, ``ones``, ``full``, ``arange``, the ``*_like`` functions and
+``.copy()`` are *writable*: a custom kernel that writes one (a RawKernel
+argument, an ElementwiseKernel output argument) rebinds that Python object to
+the kernel's result, so ``y.get()`` afterwards sees the kernel's writes.
+
+Temporary arrays (numpy operands too large to travel inside the graph,
+``asarray`` uploads, results too large to return inline) are named
+``_tmp.N`` in the session and deleted once nothing references them.
+
+A RemoteArray is used from one thread at a time; different RemoteArrays of
+one session may be evaluated from different threads.
+"""
+
+import math
+import operator
+import weakref
+
+import numpy as np
+
+from gpuflow import _inference, dtypes
+from gpuflow import client as _client
+from gpuflow.errors import Error
+from gpuflow.graph import Graph, inline_to_numpy
+from gpuflow.v1 import service_pb2
+
+# Total bytes returned inline by one Execute (the client accepts 64 MiB
+# messages); larger results are stored, downloaded and deleted.
+_INLINE_BUDGET = 32 << 20
+# numpy operands up to this size travel inside the graph as literals; larger
+# ones are uploaded as temporaries.
+_LITERAL_BYTES = 64 << 10
+
+_INT64_MAX = _inference.INT64_MAX
+_INT64_MIN = _inference.INT64_MIN
+
+
+class _Expr:
+    """One value of a lazy graph: a session array (``op`` is None) or ``op``
+    applied to ``inputs`` (other _Exprs, Python scalars, numpy scalars or
+    small numpy arrays) with ``attrs``."""
+
+    __slots__ = ("op", "inputs", "attrs", "dtype", "shape", "array_name", "__weakref__")
+
+    def __init__(self, op, inputs, attrs, dtype, shape, array_name=None):
+        self.op = op
+        self.inputs = tuple(inputs)
+        self.attrs = attrs
+        self.dtype = dtype
+        self.shape = tuple(int(d) for d in shape)
+        self.array_name = array_name
+
+
+def _leaf(session, name, dtype, shape, owned):
+    expr = _Expr(None, (), {}, dtype, shape, array_name=name)
+    if owned:
+        weakref.finalize(expr, session._release_temp, name)
+    return expr
+
+
+class UnsupportedOperand(TypeError):
+    """An operand gpuflow cannot turn into an array (operators then return
+    NotImplemented)."""
+
+
+# ---- dtypes ----------------------------------------------------------------------
+
+
+def dtype_name(dtype):
+    """A gpuflow dtype name for a numpy dtype, a type or a name ('bfloat16'
+    included)."""
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        return dtype
+    if dtype is None:
+        raise TypeError("dtype must not be None here")
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(f"not a dtype: {dtype!r}") from None
+    if name not in dtypes.DTYPES:
+        raise TypeError(f"gpuflow has no dtype {name!r}; supported: {', '.join(dtypes.DTYPES)}")
+    return name
+
+
+def _public_dtype(name):
+    return name if name == "bfloat16" else np.dtype(name)
+
+
+# ---- host conversion (numpy, torch, DLPack, __array__) ---------------------------
+
+
+def _is_torch_tensor(obj):
+    return type(obj).__module__.split(".")[0] == "torch" and hasattr(obj, "detach")
+
+
+def host_array(obj):
+    """(numpy array, gpuflow dtype name) for a host or device array-like:
+    numpy arrays, torch tensors on any device, DLPack producers (CPU memory;
+    CuPy arrays through ``.get()``), objects with ``__array__``, lists and
+    scalars. bfloat16 data comes back as uint16 words."""
+    if isinstance(obj, np.ndarray):
+        arr = obj
+    elif _is_torch_tensor(obj):
+        import torch
+
+        t = obj.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        t = t.contiguous()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(np.uint16), "bfloat16"
+        arr = t.numpy()
+    elif hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        device_type = obj.__dlpack_device__()[0]
+        if device_type in (1, 3):  # kDLCPU, kDLCUDAHost
+            arr = np.from_dlpack(obj)
+        elif callable(getattr(obj, "get", None)):  # CuPy
+            arr = np.asarray(obj.get())
+        elif hasattr(obj, "__array__"):
+            arr = np.asarray(obj)
+        else:
+            raise UnsupportedOperand(
+                f"cannot copy a {type(obj).__name__} on DLPack device type {device_type} to the "
+                "host; copy it to CPU memory first"
+            )
+    else:
+        try:
+            arr = np.asarray(obj)
+        except Exception as err:  # noqa: BLE001 - any conversion failure means "unsupported"
+            raise UnsupportedOperand(f"cannot use {type(obj).__name__} as an array: {err}") from None
+    if arr.dtype.name == "bfloat16":  # ml_dtypes
+        return np.ascontiguousarray(arr).view(np.uint16), "bfloat16"
+    if arr.dtype.name not in dtypes.DTYPES or arr.dtype.name == "bfloat16":
+        raise UnsupportedOperand(
+            f"gpuflow has no dtype {arr.dtype.name!r} (from {type(obj).__name__}); "
+            f"supported: {', '.join(dtypes.DTYPES)}"
+        )
+    return arr, arr.dtype.name
+
+
+# ---- sessions --------------------------------------------------------------------
+
+
+def session_of(values, session=None):
+    """The session that ``values`` (RemoteArrays among other things) share:
+    ``session`` if given, else theirs, else the current session."""
+    found = session
+    for v in values:
+        if isinstance(v, RemoteArray):
+            if found is None:
+                found = v.session
+            elif v.session is not found:
+                raise ValueError(
+                    f"arrays of different sessions cannot be combined ({found.id} and "
+                    f"{v.session.id}); move one with session.asarray(array)"
+                )
+    if found is None:
+        found = _client.current_session()
+    if found is None:
+        raise ValueError(
+            "no session: pass session=..., use a RemoteArray, or work inside "
+            "`with client.session() as s:`"
+        )
+    found._check_open()
+    return found
+
+
+def _upload_temp(session, host, name):
+    session._check_open()
+    session._delete_released()
+    temp = session._new_temp_name()
+    info = session.upload(host, name=temp, dtype="bfloat16" if name == "bfloat16" else None)
+    return _leaf(session, temp, info.dtype, info.shape, owned=True)
+
+
+def operand(value, session):
+    """(graph input, Type) for an op operand: a RemoteArray, a Python scalar
+    (weak), a numpy scalar (strong) or an array-like (a literal when small,
+    else uploaded). UnsupportedOperand for anything else."""
+    if isinstance(value, RemoteArray):
+        if value.session is not session:
+            raise ValueError("arrays of different sessions cannot be combined")
+        return value._expr, _inference.Type(value._expr.dtype, value._expr.shape)
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        return value, _inference.Type.weak_scalar(value)
+    if isinstance(value, np.generic):
+        if value.dtype.name not in dtypes.DTYPES:
+            raise UnsupportedOperand(f"gpuflow has no dtype {value.dtype.name!r}")
+        return value, _inference.Type(value.dtype.name, ())
+    if isinstance(value, (complex, str, bytes)) or value is None:
+        raise UnsupportedOperand(f"cannot use {type(value).__name__} as an array operand")
+    host, name = host_array(value)
+    limit = min(_LITERAL_BYTES, session.client.limits.max_inline_bytes)
+    if name != "bfloat16" and host.nbytes <= limit:
+        return host, _inference.Type(name, host.shape)
+    leaf = _upload_temp(session, host, name)
+    return leaf, _inference.Type(leaf.dtype, leaf.shape)
+
+
+def apply(op, operands, attrs=None, *, session=None, writable=False):
+    """A RemoteArray for ``op`` on ``operands`` with ``attrs`` (None values
+    dropped); dtype and shape are inferred here, so misuse raises now."""
+    session = session_of(operands, session)
+    inputs, types = [], []
+    for value in operands:
+        x, t = operand(value, session)
+        inputs.append(x)
+        types.append(t)
+    attrs = {k: v for k, v in (attrs or {}).items() if v is not None}
+    dtype, shape = _inference.infer(op, types, attrs)
+    return RemoteArray(session, _Expr(op, inputs, attrs, dtype, shape), writable=writable)
+
+
+def _binop(op, a, b):
+    try:
+        return apply(op, (a, b))
+    except UnsupportedOperand:
+        return NotImplemented
+
+
+def _no_out(out):
+    if out is not None:
+        raise TypeError("out= is not supported: gpuflow arrays are immutable; use the result")
+
+
+def axes_attr(axis):
+    if axis is None:
+        return None
+    if isinstance(axis, (tuple, list)):
+        return [operator.index(a) for a in axis]
+    return [operator.index(axis)]
+
+
+# ---- evaluation -------------------------------------------------------------------
+
+
+def _build_graph(exprs):
+    """A Graph with every op needed for ``exprs`` (shared subexpressions
+    once); returns it and {id(expr): Node}."""
+    g = Graph()
+    nodes = {}
+    stack = [(e, False) for e in reversed(exprs)]
+    while stack:
+        e, inputs_done = stack.pop()
+        if id(e) in nodes:
+            continue
+        if e.op is None:
+            nodes[id(e)] = g.array(e.array_name)
+        elif inputs_done:
+            ins = [nodes[id(x)] if isinstance(x, _Expr) else x for x in e.inputs]
+            nodes[id(e)] = g.op(e.op, *ins, **e.attrs)
+        else:
+            stack.append((e, True))
+            for x in reversed(e.inputs):
+                if isinstance(x, _Expr) and id(x) not in nodes:
+                    stack.append((x, False))
+    return g, nodes
+
+
+def _nbytes(expr):
+    return math.prod(expr.shape) * _inference.itemsize(expr.dtype)
+
+
+def _execute(session, exprs, names, profile=False):
+    """Evaluates ``exprs`` in one Execute. ``names[i]``: store the value in
+    the session under that name (giving an ArrayInfo), or None (giving a
+    numpy array). Returns (values, timings or None)."""
+    session._check_open()
+    session._delete_released()
+    results = [None] * len(exprs)
+    timings = None
+    plan = []  # (index, "inline" | "store" | "temp", name)
+    first_inline = {}
+    ops = [e for e in exprs if e.op is not None]
+    if ops:
+        max_inline = session.client.limits.max_inline_bytes
+        budget = _INLINE_BUDGET
+        g, nodes = _build_graph(ops)
+        request = service_pb2.ExecuteRequest(session_id=session.id, graph=g.proto, profile=profile)
+        for i, (e, name) in enumerate(zip(exprs, names)):
+            if e.op is None:
+                continue
+            node = nodes[id(e)].id
+            if name is not None:
+                request.outputs.add(node=node, store_as=name)
+                plan.append((i, "store", name))
+            elif id(e) in first_inline:
+                continue
+            else:
+                first_inline[id(e)] = i
+                nbytes = _nbytes(e)
+                if nbytes <= max_inline and nbytes <= budget:
+                    budget -= nbytes
+                    request.outputs.add(node=node, return_inline=True)
+                    plan.append((i, "inline", None))
+                else:
+                    temp = session._new_temp_name()
+                    request.outputs.add(node=node, store_as=temp)
+                    plan.append((i, "temp", temp))
+        reply = _client._rpc(session._stub.Execute, request)
+        timings = reply.timings
+        try:
+            for (i, kind, name), out in zip(plan, reply.outputs):
+                if kind == "inline":
+                    results[i] = inline_to_numpy(out.value)
+                elif kind == "store":
+                    results[i] = _client.ArrayInfo(out.info)
+                else:
+                    results[i] = session.download(name)
+        finally:
+            for _, kind, name in plan:
+                if kind == "temp":
+                    try:
+                        session.delete(name)
+                    except Error:
+                        pass
+    for i, (e, name) in enumerate(zip(exprs, names)):
+        if results[i] is not None:
+            continue
+        if e.op is not None:  # a repeat of an inline output
+            results[i] = results[first_inline[id(e)]].copy()
+        elif name is None:
+            results[i] = session.download(e.array_name)
+        else:
+            results[i] = session.info(name)
+    return results, timings
+
+
+def to_graph(*arrays):
+    """The :class:`gpuflow.Graph` that computes ``arrays`` and the node (or,
+    for a plain session array, the array reference) of each: what ``.get()``
+    would send. Use it to inspect a lazy computation or to run it with
+    ``session.execute`` / ``Precompile``."""
+    for a in arrays:
+        if not isinstance(a, RemoteArray):
+            raise TypeError(f"to_graph takes RemoteArrays, got {type(a).__name__}")
+    graph, nodes = _build_graph([a._expr for a in arrays])
+    return graph, [nodes[id(a._expr)] for a in arrays]
+
+
+def evaluate(*arrays, profile=False):
+    """Evaluates several RemoteArrays in one Execute (shared work runs once)
+    and returns an :class:`gpuflow.ExecuteResult`: a list of numpy arrays
+    (bfloat16 as uint16 words) with ``.timings`` (None when every array was a
+    plain session array and only downloads were needed)."""
+    if len(arrays) == 1 and isinstance(arrays[0], (list, tuple)):
+        arrays = tuple(arrays[0])
+    for a in arrays:
+        if not isinstance(a, RemoteArray):
+            raise TypeError(f"evaluate takes RemoteArrays, got {type(a).__name__}")
+    if not arrays:
+        return _client.ExecuteResult([], None)
+    session = session_of(arrays)
+    values, timings = _execute(session, [a._expr for a in arrays], [None] * len(arrays), profile)
+    return _client.ExecuteResult(values, timings)
+
+
+def persist(named):
+    """Stores each ``{name: RemoteArray}`` in its session under ``name`` (one
+    Execute), rebinds each RemoteArray to its stored array (later graphs read
+    it instead of recomputing it) and returns the :class:`ArrayInfo` list."""
+    for name, a in named.items():
+        if not isinstance(a, RemoteArray):
+            raise TypeError(f"persist takes RemoteArrays, got {type(a).__name__} for {name!r}")
+    session = session_of(named.values())
+    exprs = []
+    for name, a in named.items():
+        e = a._expr
+        if e.op is None and e.array_name != name:  # a copy of a session array
+            e = _Expr("reshape", [e], {"shape": list(e.shape)}, e.dtype, e.shape)
+        exprs.append(e)
+    infos, _ = _execute(session, exprs, list(named))
+    for (name, a), info in zip(named.items(), infos):
+        a._expr = _leaf(session, name, info.dtype, info.shape, owned=False)
+    return infos
+
+
+# ---- the array ----------------------------------------------------------------------
+
+
+class RemoteArray:
+    """An array in a gpuflow session, computed lazily. See the module doc."""
+
+    __slots__ = ("session", "_expr", "_writable")
+    # Numpy defers to our reflected operators and ufunc override.
+    __array_priority__ = 1000
+
+    def __init__(self, session, expr, writable=False):
+        self.session = session
+        self._expr = expr
+        self._writable = writable
+
+    @classmethod
+    def _from_session_array(cls, session, info):
+        return cls(session, _leaf(session, info.name, info.dtype, info.shape, owned=False))
+
+    # -- description ------------------------------------------------------------------
+
+    @property
+    def dtype(self):
+        """A numpy dtype, or the string 'bfloat16' (numpy has none)."""
+        return _public_dtype(self._expr.dtype)
+
+    @property
+    def shape(self):
+        return self._expr.shape
+
+    @property
+    def ndim(self):
+        return len(self._expr.shape)
+
+    @property
+    def size(self):
+        return math.prod(self._expr.shape)
+
+    @property
+    def itemsize(self):
+        return _inference.itemsize(self._expr.dtype)
+
+    @property
+    def nbytes(self):
+        return _nbytes(self._expr)
+
+    @property
+    def writable(self):
+        """Whether custom kernels may write this array (see the module doc)."""
+        return self._writable
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __repr__(self):
+        e = self._expr
+        what = f"session array {e.array_name!r}" if e.op is None else f"lazy {e.op}"
+        return f"RemoteArray(shape={e.shape}, dtype={e.dtype}, {what})"
+
+    def __str__(self):
+        return str(self.get())
+
+    # -- results ------------------------------------------------------------------------
+
+    def get(self, stream=None, order="C", out=None, blocking=True):
+        """Evaluates the array and returns it as a numpy array (bfloat16 as
+        uint16 words); with ``out``, copies into that numpy array instead.
+        ``stream``/``blocking`` are accepted for CuPy compatibility."""
+        del stream, blocking
+        if order not in ("C", "A", "K"):
+            raise ValueError("gpuflow returns C-contiguous arrays only")
+        (value,), _ = _execute(self.session, [self._expr], [None])
+        if out is not None:
+            if out.shape != value.shape:
+                raise ValueError(f"out has shape {out.shape}, the array has {value.shape}")
+            np.copyto(out, value, casting="unsafe")
+            return out
+        return value
+
+    def persist(self, name):
+        """Stores the value in the session under ``name`` and rebinds this
+        RemoteArray to that stored array. Returns self."""
+        persist({name: self})
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        value = self.get()
+        return value if dtype is None else value.astype(dtype)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        """DLPack export of the evaluated array (host memory)."""
+        return self.get().__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU: the data arrives in host memory
+
+    def item(self):
+        return self.get().item()
+
+    def tolist(self):
+        return self.get().tolist()
+
+    def __bool__(self):
+        return bool(self.get())
+
+    def __int__(self):
+        return int(self.get())
+
+    def __float__(self):
+        return float(self.get())
+
+    def __index__(self):
+        return operator.index(self.get())
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    # -- numpy interop --------------------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        op = _UFUNC_OPS.get(ufunc.__name__)
+        if method != "__call__" or op is None or kwargs:
+            return NotImplemented
+        try:
+            return apply(op, inputs)
+        except UnsupportedOperand:
+            return NotImplemented
+
+    # -- operators -------------------------------------------------------------------------
+
+    def __add__(self, other):
+        return _binop("add", self, other)
+
+    def __radd__(self, other):
+        return _binop("add", other, self)
+
+    def __sub__(self, other):
+        return _binop("sub", self, other)
+
+    def __rsub__(self, other):
+        return _binop("sub", other, self)
+
+    def __mul__(self, other):
+        return _binop("mul", self, other)
+
+    def __rmul__(self, other):
+        return _binop("mul", other, self)
+
+    def __truediv__(self, other):
+        return _binop("div", self, other)
+
+    def __rtruediv__(self, other):
+        return _binop("div", other, self)
+
+    def __floordiv__(self, other):
+        return _binop("floordiv", self, other)
+
+    def __rfloordiv__(self, other):
+        return _binop("floordiv", other, self)
+
+    def __mod__(self, other):
+        return _binop("mod", self, other)
+
+    def __rmod__(self, other):
+        return _binop("mod", other, self)
+
+    def __pow__(self, other):
+        return _binop("pow", self, other)
+
+    def __rpow__(self, other):
+        return _binop("pow", other, self)
+
+    def __matmul__(self, other):
+        return _binop("matmul", self, other)
+
+    def __rmatmul__(self, other):
+        return _binop("matmul", other, self)
+
+    def __and__(self, other):
+        return _binop("bitwise_and", self, other)
+
+    def __rand__(self, other):
+        return _binop("bitwise_and", other, self)
+
+    def __or__(self, other):
+        return _binop("bitwise_or", self, other)
+
+    def __ror__(self, other):
+        return _binop("bitwise_or", other, self)
+
+    def __xor__(self, other):
+        return _binop("bitwise_xor", self, other)
+
+    def __rxor__(self, other):
+        return _binop("bitwise_xor", other, self)
+
+    def __eq__(self, other):
+        return _binop("eq", self, other)
+
+    def __ne__(self, other):
+        return _binop("ne", self, other)
+
+    def __lt__(self, other):
+        return _binop("lt", self, other)
+
+    def __le__(self, other):
+        return _binop("le", self, other)
+
+    def __gt__(self, other):
+        return _binop("gt", self, other)
+
+    def __ge__(self, other):
+        return _binop("ge", self, other)
+
+    __hash__ = None
+
+    def __neg__(self):
+        return apply("neg", (self,))
+
+    def __pos__(self):
+        return RemoteArray(self.session, self._expr)
+
+    def __abs__(self):
+        return apply("abs", (self,))
+
+    def __invert__(self):
+        return apply("bitwise_not", (self,))
+
+    # -- indexing --------------------------------------------------------------------------
+
+    def __getitem__(self, key):
+        """Basic indexing: integers, slices (any step, negative too), None
+        and ``...``. Integer and boolean array indexing are not supported."""
+        key = key if isinstance(key, tuple) else (key,)
+        ndim = self.ndim
+        ellipses = sum(1 for k in key if k is Ellipsis)
+        if ellipses > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        real = sum(1 for k in key if k is not None and k is not Ellipsis)
+        if real > ndim:
+            raise IndexError(
+                f"too many indices for array: array is {ndim}-dimensional, but {real} were indexed"
+            )
+        full = [slice(None)] * (ndim - real)
+        expanded = []
+        for k in key:
+            expanded.extend(full if k is Ellipsis else [k])
+        if not ellipses:
+            expanded.extend(full)
+        starts, stops, steps, axes, squeezed, new_axes = [], [], [], [], [], []
+        axis = out_axis = 0
+        for k in expanded:
+            if k is None:
+                new_axes.append(out_axis)
+                out_axis += 1
+                continue
+            dim = self.shape[axis]
+            if isinstance(k, slice):
+                step = 1 if k.step is None else operator.index(k.step)
+                if step == 0:
+                    raise ValueError("slice step cannot be zero")
+                if not (k.start is None and k.stop is None and step == 1):
+                    start = k.start if k.start is not None else (0 if step > 0 else _INT64_MAX)
+                    stop = k.stop if k.stop is not None else (_INT64_MAX if step > 0 else _INT64_MIN)
+                    starts.append(_clamp64(operator.index(start)))
+                    stops.append(_clamp64(operator.index(stop)))
+                    steps.append(_clamp64(step))
+                    axes.append(axis)
+                out_axis += 1
+            else:
+                if isinstance(k, (bool, np.bool_)):
+                    raise IndexError("boolean indexing is not supported by gpuflow (use where)")
+                try:
+                    i = operator.index(k)
+                except TypeError:
+                    raise IndexError(
+                        "gpuflow supports basic indexing only (integers, slices, None and ...), "
+                        f"got {type(k).__name__}"
+                    ) from None
+                if i < -dim or i >= dim:
+                    raise IndexError(f"index {i} is out of bounds for axis {axis} with size {dim}")
+                i = i + dim if i < 0 else i
+                starts.append(i)
+                stops.append(i + 1)
+                steps.append(1)
+                axes.append(axis)
+                squeezed.append(axis)
+            axis += 1
+        out = self
+        if axes:
+            attrs = {"starts": starts, "stops": stops, "axes": axes}
+            if any(s != 1 for s in steps):
+                attrs["steps"] = steps
+            out = apply("slice", (out,), attrs)
+        if squeezed:
+            out = apply("squeeze", (out,), {"axes": squeezed})
+        if new_axes:
+            out = apply("expand_dims", (out,), {"axes": new_axes})
+        return out if out is not self else RemoteArray(self.session, self._expr)
+
+    def __setitem__(self, key, value):
+        raise TypeError(
+            "gpuflow arrays are immutable: build a new array (gpuflow.where, concatenate) or "
+            "write it with a custom kernel"
+        )
+
+    # -- shape -------------------------------------------------------------------------------
+
+    def reshape(self, *shape, order="C"):
+        if order != "C":
+            raise NotImplementedError("gpuflow reshapes in C order only")
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = tuple(shape[0])
+        return apply("reshape", (self,), {"shape": [operator.index(d) for d in shape]})
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        attrs = {"axes": [operator.index(a) for a in axes]} if axes else {}
+        return apply("transpose", (self,), attrs)
+
+    def swapaxes(self, axis1, axis2):
+        perm = list(range(self.ndim))
+        a = _inference.normalize_axis(axis1, self.ndim)
+        b = _inference.normalize_axis(axis2, self.ndim)
+        perm[a], perm[b] = perm[b], perm[a]
+        return self.transpose(perm)
+
+    def ravel(self, order="C"):
+        return self.reshape(-1, order=order)
+
+    def flatten(self, order="C"):
+        return self.reshape(-1, order=order)
+
+    def squeeze(self, axis=None):
+        return apply("squeeze", (self,), {"axes": axes_attr(axis)})
+
+    def astype(self, dtype, copy=True):
+        name = dtype_name(dtype)
+        if name == self._expr.dtype and not copy:
+            return self
+        return apply("cast", (self,), {"dtype": name})
+
+    def copy(self, order="C"):
+        """A writable copy (custom kernels may write it; see the module doc)."""
+        return RemoteArray(self.session, self._expr, writable=True)
+
+    # -- math ----------------------------------------------------------------------------------
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False):
+        return reduce("sum", self, axis, keepdims, dtype=dtype, out=out)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
+        return reduce("prod", self, axis, keepdims, dtype=dtype, out=out)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False):
+        return reduce("mean", self, axis, keepdims, dtype=dtype, out=out)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        x = self if dtype is None else self.astype(dtype)
+        return reduce("var", x, axis, keepdims, out=out, ddof=float(ddof) if ddof else None)
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        x = self if dtype is None else self.astype(dtype)
+        return reduce("std", x, axis, keepdims, out=out, ddof=float(ddof) if ddof else None)
+
+    def min(self, axis=None, out=None, keepdims=False):
+        return reduce("min", self, axis, keepdims, out=out)
+
+    def max(self, axis=None, out=None, keepdims=False):
+        return reduce("max", self, axis, keepdims, out=out)
+
+    def any(self, axis=None, out=None, keepdims=False):
+        return reduce("any", self, axis, keepdims, out=out)
+
+    def all(self, axis=None, out=None, keepdims=False):
+        return reduce("all", self, axis, keepdims, out=out)
+
+    def argmin(self, axis=None, out=None, keepdims=False):
+        return arg_reduce("argmin", self, axis, keepdims, out)
+
+    def argmax(self, axis=None, out=None, keepdims=False):
+        return arg_reduce("argmax", self, axis, keepdims, out)
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        return scan("cumsum", self, axis, dtype, out)
+
+    def cumprod(self, axis=None, dtype=None, out=None):
+        return scan("cumprod", self, axis, dtype, out)
+
+    def clip(self, min=None, max=None, out=None):
+        _no_out(out)
+        if min is None and max is None:
+            raise ValueError("one of max or min must be given")
+        if min is None:
+            return apply("minimum", (self, max))
+        if max is None:
+            return apply("maximum", (self, min))
+        return apply("clip", (self, min, max))
+
+    def round(self, decimals=0, out=None):
+        _no_out(out)
+        if decimals != 0:
+            raise NotImplementedError("gpuflow rounds to integers only (decimals=0)")
+        return apply("round", (self,))
+
+    def dot(self, b, out=None):
+        _no_out(out)
+        return apply("dot", (self, b))
+
+
+def _clamp64(v):
+    return max(_INT64_MIN, min(_INT64_MAX, v))
+
+
+def reduce(op, a, axis=None, keepdims=False, *, dtype=None, out=None, **attrs):
+    """A reduction node (sum, prod, mean, var, std, min, max, any, all,
+    logsumexp) over ``axis`` (None: all; an int or a tuple)."""
+    _no_out(out)
+    attrs.update(
+        axes=axes_attr(axis),
+        keepdims=True if keepdims else None,
+        dtype=dtype_name(dtype) if dtype is not None else None,
+    )
+    return apply(op, (a,), attrs)
+
+
+def arg_reduce(op, a, axis=None, keepdims=False, out=None):
+    _no_out(out)
+    attrs = {"axis": None if axis is None else operator.index(axis), "keepdims": keepdims or None}
+    return apply(op, (a,), attrs)
+
+
+def scan(op, a, axis=None, dtype=None, out=None):
+    _no_out(out)
+    attrs = {
+        "axis": None if axis is None else operator.index(axis),
+        "dtype": dtype_name(dtype) if dtype is not None else None,
+    }
+    return apply(op, (a,), attrs)
+
+
+def asarray(obj, dtype=None, session=None):
+    """A RemoteArray for ``obj`` in ``session`` (default: the RemoteArray's
+    own, else the current session): numpy arrays, CPU or CUDA torch tensors,
+    DLPack/``__array__`` objects, lists and scalars are uploaded as a
+    temporary array. ``dtype="bfloat16"`` takes uint16 words or converts
+    floats."""
+    if isinstance(obj, RemoteArray):
+        session = session if session is not None else obj.session
+        session._check_open()
+        if obj.session is not session:
+            host = obj.get()
+            obj = RemoteArray(session, _upload_temp(session, host, obj._expr.dtype))
+        return obj if dtype is None else obj.astype(dtype, copy=False)
+    session = session_of((), session)
+    host, name = host_array(obj)
+    if dtype is not None:
+        target = dtype_name(dtype)
+        if target == "bfloat16" and name != "bfloat16":
+            if host.dtype != np.uint16:
+                host = dtypes.float32_to_bfloat16(host.astype(np.float32))
+            name = "bfloat16"
+        elif target != name:
+            if name == "bfloat16":
+                host = dtypes.bfloat16_to_float32(host)
+            host, name = host.astype(target), target
+    return RemoteArray(session, _upload_temp(session, host, name))
+
+
+def to_numpy(x):
+    """A numpy array for a RemoteArray (evaluated), torch tensor or
+    array-like (bfloat16 as uint16 words)."""
+    if isinstance(x, RemoteArray):
+        return x.get()
+    return host_array(x)[0]
+
+
+def to_torch(x, device=None):
+    """A torch tensor holding ``x`` (a RemoteArray, evaluated, or any
+    array-like), on ``device`` when given (e.g. "cuda"). bfloat16 arrays
+    become torch.bfloat16. Needs PyTorch; the rest of gpuflow does not."""
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("gpuflow.to_torch needs PyTorch, which is not installed") from None
+    if isinstance(x, RemoteArray):
+        host, name = x.get(), x._expr.dtype
+    else:
+        host, name = host_array(x)
+    host = np.ascontiguousarray(host)
+    if name == "bfloat16":
+        tensor = torch.from_numpy(host.view(np.int16)).view(torch.bfloat16)
+    else:
+        tensor = torch.from_numpy(host)
+    return tensor if device is None else tensor.to(device)
+
+
+# numpy ufunc name -> gpuflow op, for RemoteArray.__array_ufunc__ (np.sqrt(x)).
+_UFUNC_OPS = {
+    "add": "add", "subtract": "sub", "multiply": "mul", "true_divide": "div", "divide": "div",
+    "floor_divide": "floordiv", "remainder": "mod", "power": "pow", "maximum": "maximum",
+    "minimum": "minimum", "arctan2": "atan2", "equal": "eq", "not_equal": "ne", "less": "lt",
+    "less_equal": "le", "greater": "gt", "greater_equal": "ge", "logical_and": "logical_and",
+    "logical_or": "logical_or", "logical_xor": "logical_xor", "bitwise_and": "bitwise_and",
+    "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "negative": "neg",
+    "absolute": "abs", "sign": "sign", "square": "square", "sqrt": "sqrt", "exp": "exp",
+    "log": "log", "log1p": "log1p", "expm1": "expm1", "sin": "sin", "cos": "cos",
+    "tanh": "tanh", "floor": "floor", "ceil": "ceil", "rint": "round", "isnan": "isnan",
+    "isinf": "isinf", "logical_not": "logical_not", "invert": "bitwise_not",
+    "reciprocal": "reciprocal", "matmul": "matmul",
+}

@@ -1,0 +1,290 @@
+#include "engine/ir/custom_kernel.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <variant>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "engine/ir/broadcast.h"
+#include "engine/ir/status_macros_internal.h"
+
+namespace gpuflow {
+
+namespace {
+
+template <typename... Args>
+absl::Status Invalid(const Args&... args) {
+  return absl::InvalidArgumentError(absl::StrCat(args...));
+}
+
+bool IsIdentifier(absl::string_view s) {
+  if (s.empty() || absl::ascii_isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// C and CUDA type names that would be read as placeholders by mistake.
+bool IsCTypeName(absl::string_view s) {
+  for (absl::string_view t : {"float", "double", "int", "long", "short", "char", "unsigned",
+                              "signed", "half", "size_t", "ptrdiff_t", "void", "auto"}) {
+    if (s == t) return true;
+  }
+  return false;
+}
+
+// Names the generated code uses around the user's code.
+bool IsReservedName(absl::string_view s) {
+  return s == "i" || s == "_ind" || absl::StartsWith(s, "_gf") || absl::StartsWith(s, "gf");
+}
+
+std::optional<DType> Lookup(const std::vector<std::pair<std::string, DType>>& bound,
+                            absl::string_view name) {
+  for (const auto& [n, d] : bound) {
+    if (n == name) return d;
+  }
+  return std::nullopt;
+}
+
+absl::Status Bind(std::vector<std::pair<std::string, DType>>& bound, const KernelParam& p,
+                  DType dtype) {
+  if (std::optional<DType> existing = Lookup(bound, p.type)) {
+    if (*existing != dtype) {
+      return Invalid("type ", p.type, " is bound to both ", DTypeName(*existing), " and ",
+                     DTypeName(dtype), " (by '", p.name, "')");
+    }
+    return absl::OkStatus();
+  }
+  bound.emplace_back(p.type, dtype);
+  return absl::OkStatus();
+}
+
+// The dtype a weak (Python) scalar binds a placeholder to.
+DType WeakScalarDType(const ValueType& t) { return t.dtype; }
+
+absl::StatusOr<std::string> StringAttr(const AttrMap& attrs, absl::string_view name) {
+  auto it = attrs.find(name);
+  if (it == attrs.end()) return std::string();
+  if (const auto* s = std::get_if<std::string>(&it->second)) return *s;
+  return Invalid("attribute '", name, "' must be a string");
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<KernelParam>> ParseKernelParams(absl::string_view text,
+                                                           absl::string_view what) {
+  std::vector<KernelParam> params;
+  if (absl::StripAsciiWhitespace(text).empty()) return params;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    std::vector<absl::string_view> words = absl::StrSplit(
+        absl::StripAsciiWhitespace(part), absl::ByAnyChar(" \t\r\n"), absl::SkipEmpty());
+    KernelParam p;
+    if (!words.empty() && words[0] == "raw") {
+      p.raw = true;
+      words.erase(words.begin());
+    }
+    if (words.size() != 2) {
+      return Invalid("cannot parse '", absl::StripAsciiWhitespace(part), "' in ", what,
+                     " (expected '[raw] TYPE NAME')");
+    }
+    p.type = std::string(words[0]);
+    p.name = std::string(words[1]);
+    if (!IsIdentifier(p.type) || !IsIdentifier(p.name)) {
+      return Invalid("cannot parse '", absl::StripAsciiWhitespace(part), "' in ", what,
+                     " (TYPE and NAME must be identifiers)");
+    }
+    if (!ParseDType(p.type).ok() && IsCTypeName(p.type)) {
+      return Invalid("'", p.type, "' in ", what,
+                     " is a C type name; use a dtype name such as float32, float64 or int32, or "
+                     "a placeholder such as T");
+    }
+    if (IsReservedName(p.name)) {
+      return Invalid("parameter name '", p.name, "' in ", what,
+                     " is reserved (i, _ind and names starting with gf or _gf)");
+    }
+    params.push_back(std::move(p));
+  }
+  return params;
+}
+
+absl::StatusOr<KernelSignature> ResolveKernelSignature(absl::Span<const ValueType> inputs,
+                                                       const AttrMap& attrs, KernelForm form) {
+  KernelSignature sig;
+  GPUFLOW_IR_ASSIGN_OR_RETURN(const std::string in_text, StringAttr(attrs, "in_params"));
+  GPUFLOW_IR_ASSIGN_OR_RETURN(const std::string out_text, StringAttr(attrs, "out_params"));
+  GPUFLOW_IR_ASSIGN_OR_RETURN(sig.in, ParseKernelParams(in_text, "in_params"));
+  GPUFLOW_IR_ASSIGN_OR_RETURN(sig.out, ParseKernelParams(out_text, "out_params"));
+  if (sig.out.empty()) return Invalid("out_params declares no output");
+  GPUFLOW_IR_ASSIGN_OR_RETURN(const std::string name, StringAttr(attrs, "name"));
+  if (attrs.contains("name") && !IsIdentifier(name)) {
+    return Invalid("kernel name '", name, "' is not an identifier");
+  }
+  {
+    std::vector<std::string> names;
+    for (const auto* list : {&sig.in, &sig.out}) {
+      for (const KernelParam& p : *list) {
+        if (std::find(names.begin(), names.end(), p.name) != names.end()) {
+          return Invalid("parameter '", p.name, "' is declared twice");
+        }
+        names.push_back(p.name);
+      }
+    }
+  }
+  for (const KernelParam& p : sig.out) {
+    if (p.raw) return Invalid("raw output parameters ('", p.name, "') are not supported");
+  }
+  const size_t n_in = sig.in.size();
+  const size_t n_out = sig.out.size();
+  if (form == KernelForm::kReduction) {
+    if (n_out != 1) return Invalid("a reduction kernel has exactly one output, got ", n_out);
+    for (const KernelParam& p : sig.in) {
+      if (p.raw) {
+        return Invalid("raw parameters ('", p.name, "') are not supported in reduction kernels");
+      }
+    }
+    if (inputs.size() != n_in) {
+      return Invalid("in_params declares ", n_in, " inputs, but the node has ", inputs.size());
+    }
+  } else if (inputs.size() == n_in + n_out && n_out > 0) {
+    sig.outputs_given = true;
+  } else if (inputs.size() != n_in) {
+    return Invalid("in_params declares ", n_in, " inputs and out_params ", n_out,
+                   " outputs, but the node has ", inputs.size(), " inputs (pass ", n_in, ", or ",
+                   n_in + n_out, " with the outputs' initial values)");
+  }
+
+  // Placeholders: arrays bind first (inputs, then given outputs), then
+  // Python scalars.
+  std::vector<std::pair<std::string, DType>> bound;
+  auto param_of = [&](size_t i) -> const KernelParam& {
+    return i < n_in ? sig.in[i] : sig.out[i - n_in];
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const KernelParam& p = param_of(i);
+    const ValueType& t = inputs[i];
+    if (p.raw && t.weak) {
+      return Invalid("raw parameter '", p.name, "' needs an array, got a Python scalar");
+    }
+    if (i >= n_in && t.weak) {
+      return Invalid("output '", p.name, "' needs an array, got a Python scalar");
+    }
+    absl::StatusOr<DType> concrete = ParseDType(p.type);
+    if (concrete.ok()) {
+      if ((p.raw || i >= n_in) && *concrete != t.dtype) {
+        return Invalid(p.raw ? "raw parameter '" : "output '", p.name, "' is declared ", p.type,
+                       " but the array is ", DTypeName(t.dtype));
+      }
+      continue;
+    }
+    if (!t.weak) GPUFLOW_IR_RETURN_IF_ERROR(Bind(bound, p, t.dtype));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const KernelParam& p = param_of(i);
+    if (!inputs[i].weak || ParseDType(p.type).ok() || Lookup(bound, p.type)) continue;
+    bound.emplace_back(p.type, WeakScalarDType(inputs[i]));
+  }
+  auto resolve = [&](const KernelParam& p) -> absl::StatusOr<DType> {
+    if (absl::StatusOr<DType> d = ParseDType(p.type); d.ok()) return *d;
+    if (std::optional<DType> d = Lookup(bound, p.type)) return *d;
+    return Invalid("the type '", p.type, "' of '", p.name,
+                   "' is not bound by any argument; pass the output array or declare a dtype");
+  };
+  for (const KernelParam& p : sig.in) {
+    GPUFLOW_IR_ASSIGN_OR_RETURN(const DType d, resolve(p));
+    sig.in_dtypes.push_back(d);
+  }
+  for (const KernelParam& p : sig.out) {
+    GPUFLOW_IR_ASSIGN_OR_RETURN(const DType d, resolve(p));
+    sig.out_dtypes.push_back(d);
+  }
+  sig.placeholders = bound;
+
+  // The loop shape.
+  std::vector<Shape> shapes;
+  bool any_non_raw = false;
+  for (size_t i = 0; i < n_in; ++i) {
+    if (sig.in[i].raw) continue;
+    any_non_raw = true;
+    shapes.push_back(inputs[i].shape);
+  }
+  absl::StatusOr<Shape> shape = BroadcastShapes(shapes);
+  if (!shape.ok()) return shape.status();
+  sig.shape = *std::move(shape);
+  auto size_it = attrs.find("size");
+  if (size_it != attrs.end()) {
+    const int64_t size = std::get<int64_t>(size_it->second);
+    if (form == KernelForm::kReduction) return Invalid("'size' is for elementwise kernels");
+    if (size < 0) return Invalid("'size' must be >= 0, got ", size);
+    if (sig.shape.rank() != 0) {
+      return Invalid("'size' is given but the arguments have shape ", sig.shape.ToString(),
+                     "; pass 'size' only when no non-raw array gives the loop shape");
+    }
+    GPUFLOW_IR_ASSIGN_OR_RETURN(sig.shape, Shape::Create({size}));
+  } else if (!any_non_raw && !sig.outputs_given) {
+    return Invalid(
+        "the loop size is undecided: no non-raw argument gives a shape; pass 'size' or the "
+        "output array");
+  }
+  if (sig.outputs_given) {
+    if (size_it == attrs.end() && !any_non_raw) sig.shape = inputs[n_in].shape;
+    for (size_t o = 0; o < n_out; ++o) {
+      const Shape& s = inputs[n_in + o].shape;
+      if (!(s == sig.shape)) {
+        return Invalid("output '", sig.out[o].name, "' has shape ", s.ToString(),
+                       " but the arguments broadcast to ", sig.shape.ToString());
+      }
+    }
+  }
+
+  if (form == KernelForm::kReduction) {
+    GPUFLOW_IR_ASSIGN_OR_RETURN(const std::string reduce_type, StringAttr(attrs, "reduce_type"));
+    if (reduce_type.empty()) {
+      sig.reduce_dtype = sig.out_dtypes[0];
+    } else if (absl::StatusOr<DType> d = ParseDType(reduce_type); d.ok()) {
+      sig.reduce_dtype = *d;
+    } else if (std::optional<DType> b = Lookup(bound, reduce_type)) {
+      sig.reduce_dtype = *b;
+    } else {
+      return Invalid("reduce_type '", reduce_type,
+                     "' is neither a dtype name nor a bound type placeholder");
+    }
+  }
+  return sig;
+}
+
+const char* KernelCTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kBool:
+      return "bool";
+    case DType::kInt8:
+      return "signed char";
+    case DType::kInt16:
+      return "short";
+    case DType::kInt32:
+      return "int";
+    case DType::kInt64:
+      return "long long";
+    case DType::kUInt8:
+      return "unsigned char";
+    case DType::kUInt16:
+      return "unsigned short";
+    case DType::kUInt32:
+      return "unsigned int";
+    case DType::kUInt64:
+      return "unsigned long long";
+    case DType::kFloat16:
+      return "__half";
+    case DType::kBFloat16:
+      return "__nv_bfloat16";
+    case DType::kFloat32:
+      return "float";
+    case DType::kFloat64:
+      return "double";
+  }
+  return "void";
+}
+
+}  // namespace gpuflow

@@ -1,0 +1,298 @@
+#include "server/server_metrics.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpuflow::server {
+
+namespace {
+
+using metrics::Histogram;
+using metrics::MetricType;
+
+constexpr StepKind kStepKinds[] = {StepKind::kElementwise, StepKind::kReduction, StepKind::kScan,
+                                   StepKind::kMatmul,      StepKind::kShape,     StepKind::kCreation,
+                                   StepKind::kCustom};
+static_assert(std::size(kStepKinds) == 7, "ServerMetrics::step_gpu_time_ has one per kind");
+
+// 1, 2.5, 5 per decade from `low` up to and including `high`: fine enough
+// for latency quantiles, few enough series.
+Histogram::BucketBoundaries DecadeBuckets(double low, double high) {
+  Histogram::BucketBoundaries bounds;
+  for (double decade = low; decade <= high * 1.0001; decade *= 10) {
+    for (double step : {1.0, 2.5, 5.0}) {
+      if (decade * step <= high * 1.0001) bounds.push_back(decade * step);
+    }
+  }
+  return bounds;
+}
+
+// RPCs: 100 us to 60 s (a Benchmark may run for a minute).
+Histogram::BucketBoundaries RpcBuckets() {
+  Histogram::BucketBoundaries bounds = DecadeBuckets(1e-4, 10);
+  bounds.push_back(30);
+  bounds.push_back(60);
+  return bounds;
+}
+
+}  // namespace
+
+absl::string_view RpcMethodName(RpcMethod method) {
+  switch (method) {
+    case RpcMethod::kGetServerInfo:
+      return "GetServerInfo";
+    case RpcMethod::kCreateSession:
+      return "CreateSession";
+    case RpcMethod::kCloseSession:
+      return "CloseSession";
+    case RpcMethod::kKeepAlive:
+      return "KeepAlive";
+    case RpcMethod::kUploadArray:
+      return "UploadArray";
+    case RpcMethod::kDownloadArray:
+      return "DownloadArray";
+    case RpcMethod::kListArrays:
+      return "ListArrays";
+    case RpcMethod::kGetArrayInfo:
+      return "GetArrayInfo";
+    case RpcMethod::kDeleteArray:
+      return "DeleteArray";
+    case RpcMethod::kExecute:
+      return "Execute";
+    case RpcMethod::kBenchmark:
+      return "Benchmark";
+    case RpcMethod::kPrecompile:
+      return "Precompile";
+  }
+  return "Unknown";
+}
+
+absl::string_view StatusCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+ServerMetrics::ServerMetrics(metrics::Registry& registry)
+    : registry_(registry),
+      requests_(registry.AddCounter("gpuflow_rpc_requests_total",
+                                    "GpuFlow RPCs finished, by method and gRPC status code.")) {
+  metrics::Family<Histogram>& durations = registry.AddHistogram(
+      "gpuflow_rpc_duration_seconds",
+      "Time from receiving a GpuFlow RPC to finishing it, by method.", RpcBuckets());
+  for (int m = 0; m < kNumRpcMethods; ++m) {
+    const std::string method(RpcMethodName(static_cast<RpcMethod>(m)));
+    rpc_duration_[m] = &durations.Add({{"method", method}});
+    rpc_count_[m][0] = &requests_.Add({{"method", method}, {"code", "OK"}});
+  }
+  metrics::Family<Histogram>& phases = registry.AddHistogram(
+      "gpuflow_execute_phase_seconds",
+      "Time of each phase of successful Execute requests: validate, plan, compile (NVRTC), "
+      "launch (running the plan, less compile), gpu (device time), transfer (inline results).",
+      DecadeBuckets(1e-6, 10));
+  phase_validate_ = &phases.Add({{"phase", "validate"}});
+  phase_plan_ = &phases.Add({{"phase", "plan"}});
+  phase_compile_ = &phases.Add({{"phase", "compile"}});
+  phase_launch_ = &phases.Add({{"phase", "launch"}});
+  phase_gpu_ = &phases.Add({{"phase", "gpu"}});
+  phase_transfer_ = &phases.Add({{"phase", "transfer"}});
+  metrics::Family<Histogram>& gpu_time = registry.AddHistogram(
+      "gpuflow_gpu_time_seconds",
+      "Device time of one plan step, by step kind (profiled Execute requests only).",
+      DecadeBuckets(1e-6, 10));
+  for (size_t i = 0; i < std::size(kStepKinds); ++i) {
+    step_gpu_time_[i] = &gpu_time.Add({{"step", std::string(StepKindName(kStepKinds[i]))}});
+  }
+  compile_seconds_ = &registry
+                          .AddHistogram("gpuflow_kernel_compile_seconds",
+                                        "NVRTC time per compiled kernel (a request that compiles "
+                                        "several records each at their mean).",
+                                        DecadeBuckets(1e-3, 60))
+                          .Add({});
+  metrics::Family<metrics::Counter>& transfers =
+      registry.AddCounter("gpuflow_transfer_bytes_total",
+                          "Array bytes moved between clients and the server: upload (UploadArray "
+                          "chunks), download (DownloadArray chunks and inline Execute results).");
+  upload_bytes_ = &transfers.Add({{"direction", "upload"}});
+  download_bytes_ = &transfers.Add({{"direction", "download"}});
+}
+
+void ServerMetrics::AddCollectors(const Backend& backend, const SessionRegistry& sessions,
+                                  const PlanCache& plans) {
+  using metrics::CallbackSink;
+  registry_.AddCallback("gpuflow_kernel_compiles_total",
+                        "Kernels compiled by NVRTC since the server started.",
+                        MetricType::kCounter, [&backend](CallbackSink& out) {
+                          out.Add(static_cast<double>(backend.kernel_cache_stats().compiles));
+                        });
+  registry_.AddCallback(
+      "gpuflow_kernel_cache_lookups_total",
+      "Kernel cache lookups by result: memory_hit (loaded kernel), disk_hit (read from the "
+      "on-disk cache), miss (compiled).",
+      MetricType::kCounter, [&backend](CallbackSink& out) {
+        const KernelCacheStats stats = backend.kernel_cache_stats();
+        out.Add({{"result", "memory_hit"}}, static_cast<double>(stats.memory_hits));
+        out.Add({{"result", "disk_hit"}}, static_cast<double>(stats.disk_hits));
+        out.Add({{"result", "miss"}}, static_cast<double>(stats.misses));
+      });
+  registry_.AddCallback("gpuflow_kernel_cache_evictions_total",
+                        "Entries removed from the on-disk kernel cache to keep it within its "
+                        "size bound.",
+                        MetricType::kCounter, [&backend](CallbackSink& out) {
+                          out.Add(static_cast<double>(backend.kernel_cache_stats().evictions));
+                        });
+  registry_.AddCallback("gpuflow_plan_cache_lookups_total",
+                        "Plan cache lookups by result (hit or miss).", MetricType::kCounter,
+                        [&plans](CallbackSink& out) {
+                          const PlanCache::Stats stats = plans.stats();
+                          out.Add({{"result", "hit"}}, static_cast<double>(stats.hits));
+                          out.Add({{"result", "miss"}}, static_cast<double>(stats.misses));
+                        });
+  registry_.AddCallback(
+      "gpuflow_memory_pool_bytes",
+      "Device memory pool bytes: used (held by live allocations) and reserved (taken from the "
+      "device by the pool). Absent on the CPU backend.",
+      MetricType::kGauge, [&backend](CallbackSink& out) {
+        const MemoryStats stats = backend.memory_stats();
+        if (stats.pool_used_bytes) {
+          out.Add({{"state", "used"}}, static_cast<double>(*stats.pool_used_bytes));
+        }
+        if (stats.pool_reserved_bytes) {
+          out.Add({{"state", "reserved"}}, static_cast<double>(*stats.pool_reserved_bytes));
+        }
+      });
+  registry_.AddCallback(
+      "gpuflow_device_memory_bytes",
+      "Device memory as the driver reports it: free and total. Absent on the CPU backend.",
+      MetricType::kGauge, [&backend](CallbackSink& out) {
+        const MemoryStats stats = backend.memory_stats();
+        if (stats.device_free_bytes) {
+          out.Add({{"state", "free"}}, static_cast<double>(*stats.device_free_bytes));
+        }
+        if (stats.device_total_bytes) {
+          out.Add({{"state", "total"}}, static_cast<double>(*stats.device_total_bytes));
+        }
+      });
+  registry_.AddCallback("gpuflow_session_bytes",
+                        "Bytes held by all sessions' arrays and uploads in progress.",
+                        MetricType::kGauge, [&sessions](CallbackSink& out) {
+                          out.Add(static_cast<double>(sessions.totals().bytes));
+                        });
+  registry_.AddCallback("gpuflow_sessions_active", "Sessions open now.", MetricType::kGauge,
+                        [&sessions](CallbackSink& out) {
+                          out.Add(static_cast<double>(sessions.totals().sessions));
+                        });
+  registry_.AddCallback("gpuflow_sessions_expired_total",
+                        "Sessions closed by the server because they stayed idle past their TTL.",
+                        MetricType::kCounter, [&sessions](CallbackSink& out) {
+                          out.Add(static_cast<double>(sessions.expired_total()));
+                        });
+  registry_.AddCallback("gpuflow_arrays_active", "Arrays held by all sessions.",
+                        MetricType::kGauge, [&sessions](CallbackSink& out) {
+                          out.Add(static_cast<double>(sessions.totals().arrays));
+                        });
+  registry_.AddCallback("gpuflow_device_healthy",
+                        "1 while the backend can run requests, 0 after a sticky device error.",
+                        MetricType::kGauge, [&backend](CallbackSink& out) {
+                          out.Add(backend.healthy() ? 1 : 0);
+                        });
+}
+
+void ServerMetrics::SetBuildInfo(const BuildInfo& info) {
+  registry_
+      .AddGauge("gpuflow_build_info",
+                "Always 1; the labels say which gpuflowd this is: version, backend, device and "
+                "the CUDA toolkit it was built with.")
+      .Add({{"version", info.version},
+            {"backend", info.backend},
+            {"device", info.device},
+            {"cuda", info.cuda}})
+      .Set(1);
+}
+
+void ServerMetrics::RecordRpc(RpcMethod method, grpc::StatusCode code, double seconds) {
+  const int m = static_cast<int>(method);
+  const int c = static_cast<int>(code);
+  if (m < 0 || m >= kNumRpcMethods) return;
+  rpc_duration_[m]->Observe(seconds);
+  if (c < 0 || c >= 17) {
+    requests_.Add({{"method", std::string(RpcMethodName(method))}, {"code", "UNKNOWN"}})
+        .Increment();
+    return;
+  }
+  metrics::Counter* counter = rpc_count_[m][c].load(std::memory_order_acquire);
+  if (counter == nullptr) {
+    counter = &requests_.Add(
+        {{"method", std::string(RpcMethodName(method))}, {"code", std::string(StatusCodeName(code))}});
+    rpc_count_[m][c].store(counter, std::memory_order_release);
+  }
+  counter->Increment();
+}
+
+void ServerMetrics::RecordExecute(const v1::Timings& timings) {
+  phase_validate_->Observe(timings.validate_seconds());
+  phase_plan_->Observe(timings.plan_seconds());
+  if (timings.kernels_compiled() > 0) phase_compile_->Observe(timings.compile_seconds());
+  phase_launch_->Observe(std::max(0.0, timings.run_seconds() - timings.compile_seconds()));
+  if (timings.has_gpu_seconds()) phase_gpu_->Observe(timings.gpu_seconds());
+  phase_transfer_->Observe(timings.transfer_seconds());
+  for (const v1::StepTiming& step : timings.steps()) {
+    if (!step.has_gpu_seconds()) continue;
+    for (size_t i = 0; i < std::size(kStepKinds); ++i) {
+      if (step.kind() == StepKindName(kStepKinds[i])) {
+        step_gpu_time_[i]->Observe(step.gpu_seconds());
+        break;
+      }
+    }
+  }
+}
+
+void ServerMetrics::RecordCompiles(int kernels, double seconds) {
+  for (int i = 0; i < kernels; ++i) compile_seconds_->Observe(seconds / kernels);
+}
+
+void ServerMetrics::AddTransferBytes(TransferDirection direction, int64_t bytes) {
+  (direction == TransferDirection::kUpload ? upload_bytes_ : download_bytes_)
+      ->Increment(static_cast<double>(bytes));
+}
+
+}  // namespace gpuflow::server

@@ -1,0 +1,123 @@
+// gpuflowd's Prometheus metrics (docs/metrics.md lists them all): the
+// gpuflow_* families in a metrics::Registry, with handles the service
+// updates on the hot path, and scrape-time callbacks that read the backend,
+// the session registry and the plan cache.
+//
+//   metrics::Registry registry;
+//   ServerMetrics metrics(registry);
+//   metrics.AddCollectors(backend, sessions, plans);
+//   metrics.SetBuildInfo({.version = "0.1.0", .backend = "cuda", ...});
+//   metrics.RecordRpc(RpcMethod::kExecute, grpc::StatusCode::OK, 0.0012);
+//
+// Labels stay low-cardinality: method names, status codes, step kinds and
+// fixed words; never a session id or label.
+//
+// Thread-safe; every Record/Add method is a few atomic operations.
+#ifndef GPUFLOW_SERVER_SERVER_METRICS_H_
+#define GPUFLOW_SERVER_SERVER_METRICS_H_
+
+#include <grpcpp/support/status.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "engine/backend.h"
+#include "engine/plan/plan.h"
+#include "gpuflow/v1/service.pb.h"
+#include "server/metrics/registry.h"
+#include "server/session_registry.h"
+
+namespace gpuflow::server {
+
+// The GpuFlow RPCs, as metric labels and log fields.
+enum class RpcMethod : uint8_t {
+  kGetServerInfo,
+  kCreateSession,
+  kCloseSession,
+  kKeepAlive,
+  kUploadArray,
+  kDownloadArray,
+  kListArrays,
+  kGetArrayInfo,
+  kDeleteArray,
+  kExecute,
+  kBenchmark,
+  kPrecompile,
+};
+inline constexpr int kNumRpcMethods = 12;
+// "Execute", "UploadArray", ... (the proto's method names).
+absl::string_view RpcMethodName(RpcMethod method);
+// "OK", "INVALID_ARGUMENT", ... (the canonical code names).
+absl::string_view StatusCodeName(grpc::StatusCode code);
+
+enum class TransferDirection : uint8_t { kUpload, kDownload };
+
+struct BuildInfo {
+  std::string version;
+  std::string backend;
+  std::string device;
+  // CUDA toolkit version gpuflowd was built with; "" without CUDA.
+  std::string cuda;
+};
+
+class ServerMetrics {
+ public:
+  // Registers every gpuflow_* family in `registry`, which must outlive this
+  // object. Hot-path series (per method, phase, step kind) exist from the
+  // start at zero, so rate() works from the first scrape.
+  explicit ServerMetrics(metrics::Registry& registry);
+  ServerMetrics(const ServerMetrics&) = delete;
+  ServerMetrics& operator=(const ServerMetrics&) = delete;
+
+  // The scrape-time families: sessions, arrays, session bytes, memory pool
+  // and device memory, kernel and plan cache counters, device health. All
+  // three must outlive every later scrape (stop the exposer first).
+  void AddCollectors(const Backend& backend, const SessionRegistry& sessions,
+                     const PlanCache& plans);
+
+  // gpuflow_build_info{...} 1. Call once.
+  void SetBuildInfo(const BuildInfo& info);
+
+  // One finished RPC.
+  void RecordRpc(RpcMethod method, grpc::StatusCode code, double seconds);
+
+  // The phases of one successful Execute, from its reply's timings:
+  // validate, plan, launch (run minus compile), transfer always; compile when
+  // it compiled kernels; gpu when the backend measured device time. Per-step
+  // GPU times (profiled requests only) go to gpuflow_gpu_time_seconds.
+  // Compiles are RecordCompiles' business.
+  void RecordExecute(const v1::Timings& timings);
+
+  // `kernels` kernels compiled in `seconds` of NVRTC time together by one
+  // request (Execute, Benchmark's first run, Precompile): each is observed at
+  // their mean, so the histogram's _count and _sum are exact.
+  void RecordCompiles(int kernels, double seconds);
+
+  void AddTransferBytes(TransferDirection direction, int64_t bytes);
+
+ private:
+  metrics::Registry& registry_;
+  metrics::Family<metrics::Counter>& requests_;
+  std::array<metrics::Histogram*, kNumRpcMethods> rpc_duration_{};
+  // [method][code], filled on first use (Family::Add is idempotent, so a
+  // race only looks the child up twice).
+  std::array<std::array<std::atomic<metrics::Counter*>, 17>, kNumRpcMethods> rpc_count_{};
+  metrics::Histogram* phase_validate_;
+  metrics::Histogram* phase_plan_;
+  metrics::Histogram* phase_compile_;
+  metrics::Histogram* phase_launch_;
+  metrics::Histogram* phase_gpu_;
+  metrics::Histogram* phase_transfer_;
+  // In the order of kStepKinds (server_metrics.cc).
+  std::array<metrics::Histogram*, 7> step_gpu_time_{};
+  metrics::Histogram* compile_seconds_;
+  metrics::Counter* upload_bytes_;
+  metrics::Counter* download_bytes_;
+};
+
+}  // namespace gpuflow::server
+
+#endif  // GPUFLOW_SERVER_SERVER_METRICS_H_

@@ -1,0 +1,242 @@
+// The client against the real gpuflowd (a child process, CPU backend).
+#include "clients/cpp/client.h"
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "clients/cpp/array.h"
+#include "clients/cpp/graph_json.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/status_matchers.h"
+
+#ifndef GPUFLOW_SERVER_BIN
+#error "GPUFLOW_SERVER_BIN must name the gpuflowd binary"
+#endif
+
+namespace gpuflow::client {
+namespace {
+
+using ::gpuflow::testing::IsOk;
+using ::gpuflow::testing::IsOkAndHolds;
+using ::gpuflow::testing::ServerProcess;
+using ::gpuflow::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+// Small chunks, so that every transfer of more than 4 KiB takes several.
+constexpr int64_t kChunkBytes = 4096;
+
+Array RandomArray(v1::DType dtype, std::vector<int64_t> shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Array array;
+  array.dtype = dtype;
+  array.shape = std::move(shape);
+  array.data.resize(array.num_elements() * ItemSize(dtype));
+  for (char& c : array.data) {
+    c = static_cast<char>(dtype == v1::DTYPE_BOOL ? rng() % 2 : rng() % 256);
+  }
+  return array;
+}
+
+class ClientTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(
+        GPUFLOW_SERVER_BIN, {"--backend=cpu", absl::StrCat("--max_chunk_bytes=", kChunkBytes)});
+    ASSERT_THAT(server, IsOk());
+    server_ = std::move(server).value().release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    absl::StatusOr<Client> client = Client::Connect(server_->address());
+    ASSERT_THAT(client, IsOk());
+    client_.emplace(*client);
+    absl::StatusOr<Session> session = client_->CreateSession({.label = "client_test"});
+    ASSERT_THAT(session, IsOk());
+    session_.emplace(*session);
+  }
+  void TearDown() override {
+    if (session_.has_value()) (void)session_->Close();
+  }
+
+  static ServerProcess* server_;
+  std::optional<Client> client_;
+  std::optional<Session> session_;
+};
+
+ServerProcess* ClientTest::server_ = nullptr;
+
+TEST(ClientConnectTest, UnreachableServerIsUnavailableNamingTheTarget) {
+  // Port 1 on loopback: nothing listens there.
+  EXPECT_THAT(Client::Connect("ipv4:127.0.0.1:1", {.connect_timeout = absl::Milliseconds(200)}),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("ipv4:127.0.0.1:1")));
+}
+
+TEST(FromGrpcStatusTest, KeepsEveryCodeAndTheMessage) {
+  EXPECT_THAT(FromGrpcStatus(grpc::Status::OK), IsOk());
+  for (int code = 1; code <= 16; ++code) {
+    const absl::Status status =
+        FromGrpcStatus(grpc::Status(static_cast<grpc::StatusCode>(code), "why"));
+    EXPECT_EQ(static_cast<int>(status.code()), code);
+    EXPECT_EQ(status.message(), "why");
+  }
+  EXPECT_THAT(FromGrpcStatus(grpc::Status(static_cast<grpc::StatusCode>(99), "odd")),
+              StatusIs(absl::StatusCode::kUnknown, "odd"));
+}
+
+TEST_F(ClientTest, InfoReportsBackendAndLimits) {
+  ASSERT_OK_AND_ASSIGN(v1::ServerInfo info, client_->Info());
+  EXPECT_EQ(info.backend(), "cpu");
+  EXPECT_EQ(info.limits().max_chunk_bytes(), kChunkBytes);
+  EXPECT_THAT(info.dtypes(), SizeIs(13));
+  ASSERT_OK_AND_ASSIGN(v1::Limits limits, client_->Limits());
+  EXPECT_EQ(limits.max_chunk_bytes(), kChunkBytes);
+}
+
+TEST_F(ClientTest, UploadAndDownloadRoundTripEveryDTypeAndShape) {
+  const std::vector<std::vector<int64_t>> shapes = {{}, {0}, {1}, {1023}, {3, 5, 7}, {2, 0, 3}};
+  uint32_t seed = 1;
+  for (v1::DType dtype : AllDTypes()) {
+    for (const std::vector<int64_t>& shape : shapes) {
+      const Array array = RandomArray(dtype, shape, seed++);
+      SCOPED_TRACE(array.TypeString());
+      ASSERT_OK_AND_ASSIGN(v1::ArrayInfo info, session_->Upload("a", array));
+      EXPECT_EQ(info.name(), "a");
+      EXPECT_EQ(info.dtype(), dtype);
+      EXPECT_EQ(info.num_bytes(), static_cast<int64_t>(array.data.size()));
+      ASSERT_OK_AND_ASSIGN(Array back, session_->Download("a"));
+      EXPECT_EQ(back, array);
+    }
+  }
+}
+
+TEST_F(ClientTest, LargeTransfersTakeManyChunks) {
+  const Array array = RandomArray(v1::DTYPE_FLOAT64, {100'003}, 5);  // ~195 chunks each way
+  ASSERT_THAT(session_->Upload("big", array), IsOk());
+  ASSERT_OK_AND_ASSIGN(Array back, session_->Download("big"));
+  EXPECT_EQ(back, array);
+}
+
+TEST_F(ClientTest, UploadRejectsAnInvalidArrayBeforeSending) {
+  Array bad;
+  bad.dtype = v1::DTYPE_INT32;
+  bad.shape = {3};
+  bad.data = "12";
+  EXPECT_THAT(session_->Upload("bad", bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cannot upload 'bad'")));
+  EXPECT_THAT(session_->Info("bad"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(ClientTest, ServerErrorsKeepTheirCodeAndMessage) {
+  EXPECT_THAT(session_->Download("nothing"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("'nothing'")));
+  ASSERT_OK_AND_ASSIGN(Array x, Array::FromValues<float>({2}, {1, 2}));
+  EXPECT_THAT(session_->Upload("bad name!", x),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("name")));
+  const Session unknown = client_->OpenSession("0123456789abcdef0123456789abcdef");
+  EXPECT_THAT(unknown.List(), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(ClientTest, QuotaErrorsComeBackFromAStreamingUpload) {
+  ASSERT_OK_AND_ASSIGN(Session small, client_->CreateSession({.memory_limit_bytes = 1024}));
+  const Array array = RandomArray(v1::DTYPE_UINT8, {10'000}, 3);
+  EXPECT_THAT(small.Upload("x", array), StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(small.Close(), IsOk());
+}
+
+TEST_F(ClientTest, ListInfoAndDelete) {
+  ASSERT_OK_AND_ASSIGN(Array x, Array::FromValues<int32_t>({2, 2}, {1, 2, 3, 4}));
+  ASSERT_THAT(session_->Upload("b", x), IsOk());
+  ASSERT_THAT(session_->Upload("a", x), IsOk());
+  ASSERT_OK_AND_ASSIGN(v1::ListArraysResponse list, session_->List());
+  ASSERT_THAT(list.arrays(), SizeIs(2));
+  EXPECT_EQ(list.arrays(0).name(), "a");
+  EXPECT_EQ(list.memory_used_bytes(), 32);
+  ASSERT_OK_AND_ASSIGN(v1::ArrayInfo info, session_->Info("b"));
+  EXPECT_THAT(info.shape(), ElementsAre(2, 2));
+  EXPECT_THAT(session_->Delete("b"), IsOkAndHolds(16));
+  EXPECT_THAT(session_->Info("b"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(ClientTest, ExecuteReturnsInlineAndStoredOutputs) {
+  ASSERT_OK_AND_ASSIGN(Array x, Array::FromValues<float>({4}, {0, 1, 2, -3}));
+  ASSERT_THAT(session_->Upload("x", x), IsOk());
+  ASSERT_OK_AND_ASSIGN(v1::ExecuteRequest request, ParseGraphJson(R"({
+    "graph": {"nodes": [
+      {"id": "sq", "op": "mul", "inputs": [{"array": "x"}, {"array": "x"}]},
+      {"id": "p1", "op": "add", "inputs": [{"node": "sq"}, {"scalar": {"intValue": 1}}]},
+      {"id": "y", "op": "sqrt", "inputs": [{"node": "p1"}]}]},
+    "outputs": [{"node": "y", "returnInline": true}, {"node": "y", "storeAs": "y"}]})"));
+  ASSERT_OK_AND_ASSIGN(v1::ExecuteResponse response, session_->Execute(request));
+  ASSERT_THAT(response.outputs(), SizeIs(2));
+  ASSERT_OK_AND_ASSIGN(Array inline_y, FromInline(response.outputs(0).value()));
+  EXPECT_EQ(inline_y.dtype, v1::DTYPE_FLOAT32);
+  const std::vector<float> y = inline_y.ValuesAs<float>();
+  const float expected[] = {1.0f, std::sqrt(2.0f), std::sqrt(5.0f), std::sqrt(10.0f)};
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(y[i], expected[i]) << i;
+  EXPECT_EQ(response.outputs(1).info().name(), "y");
+  ASSERT_OK_AND_ASSIGN(Array stored_y, session_->Download("y"));
+  EXPECT_EQ(stored_y, inline_y);
+  EXPECT_GT(response.timings().total_seconds(), 0);
+}
+
+TEST_F(ClientTest, ExecuteErrorsNameTheNode) {
+  ASSERT_OK_AND_ASSIGN(v1::ExecuteRequest request, ParseGraphJson(R"({
+    "graph": {"nodes": [{"id": "n", "op": "no_such_op"}]},
+    "outputs": [{"node": "n", "returnInline": true}]})"));
+  EXPECT_THAT(session_->Execute(request),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'n'")));
+}
+
+TEST_F(ClientTest, BenchmarkReturnsEveryRepeat) {
+  ASSERT_OK_AND_ASSIGN(v1::ExecuteRequest execute, ParseGraphJson(R"({
+    "graph": {"nodes": [{"id": "r", "op": "arange", "attrs": {"stop": {"floatValue": 100}}},
+                        {"id": "s", "op": "sum", "inputs": [{"node": "r"}]}]},
+    "outputs": [{"node": "s", "returnInline": true}]})"));
+  v1::BenchmarkRequest request = ToBenchmarkRequest(execute);
+  request.set_n_warmup(1);
+  request.set_n_repeat(5);
+  request.set_name("sum");
+  ASSERT_OK_AND_ASSIGN(v1::BenchmarkResponse response, session_->Benchmark(request));
+  EXPECT_EQ(response.name(), "sum");
+  EXPECT_THAT(response.cpu_seconds(), SizeIs(5));
+  EXPECT_THAT(response.gpu_seconds(), SizeIs(0));
+}
+
+TEST_F(ClientTest, SessionOptionsReachTheServer) {
+  ASSERT_OK_AND_ASSIGN(Session s, client_->CreateSession({.label = "opts",
+                                                          .memory_limit_bytes = 1 << 20,
+                                                          .idle_ttl = absl::Seconds(90)}));
+  ASSERT_OK_AND_ASSIGN(v1::SessionInfo info, s.KeepAlive());
+  EXPECT_EQ(info.label(), "opts");
+  EXPECT_EQ(info.memory_limit_bytes(), 1 << 20);
+  EXPECT_EQ(info.idle_ttl().seconds(), 90);
+  EXPECT_THAT(s.Close(), IsOk());
+  EXPECT_THAT(s.KeepAlive(), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(ClientTest, AnotherClientOpensTheSessionById) {
+  ASSERT_OK_AND_ASSIGN(Array x, Array::FromValues<uint8_t>({3}, {7, 8, 9}));
+  ASSERT_THAT(session_->Upload("x", x), IsOk());
+  ASSERT_OK_AND_ASSIGN(Client other, Client::Connect(server_->address()));
+  const Session same = other.OpenSession(session_->id());
+  EXPECT_THAT(same.Download("x"), IsOkAndHolds(x));
+}
+
+}  // namespace
+}  // namespace gpuflow::client
