@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config make
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
-  libcivetweb-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcivetweb-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
   python3 python3-grpcio python3-protobuf python3-numpy python3-pytest
 )

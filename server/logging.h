@@ -60,9 +60,9 @@ struct LoggerOptions {
   LogFormat format = LogFormat::kText;
   LogLevel min_level = LogLevel::kInfo;
   // Where lines go; stderr unless a test captures them.
-  std::function<void(absl::string_view line)> sink;
+  std::function<void(absl::string_view line)> sink = nullptr;
   // Injected for tests; absl::Now by default.
-  std::function<absl::Time()> clock;
+  std::function<absl::Time()> clock = nullptr;
 };
 
 class Logger {

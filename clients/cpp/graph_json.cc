@@ -242,6 +242,7 @@ class JsonParser {
         Advance();
         continue;
       }
+      const Position escape_at = Here();
       Advance();
       const char escape = Peek();
       switch (escape) {
@@ -291,7 +292,8 @@ class JsonParser {
           break;
         }
         default:
-          return Error(absl::StrCat("invalid escape \\", text_.substr(pos_, 1), " in a string"));
+          return ErrorAt(escape_at,
+                         absl::StrCat("invalid escape \\", text_.substr(pos_, 1), " in a string"));
       }
       Advance();
     }

@@ -136,6 +136,28 @@ struct CustomKernel {
 // already checked it, so this is a bug guard).
 absl::StatusOr<CustomKernel> GenerateCustomKernel(const ValidatedGraph& graph, int node);
 
+// A shape step (reshape, expand_dims, squeeze, transpose, broadcast_to,
+// slice, concatenate, stack) or a `full` as strided copies (codegen_layout.cc): element
+// i of an iteration shape is read at src_base + sum(c_d * src_stride_d) and
+// written at dst_base + sum(c_d * dst_stride_d), converting the dtype when
+// the output's differs (concatenate and stack promote). One copy per input
+// (concatenate and stack) or one in all. Kernel words:
+//   [src] [dst] [n] [dims (rank)] [src strides] [dst strides] [src base]
+//   [dst base]   (strides and bases in elements, possibly negative)
+struct LayoutCopy {
+  int input = 0;  // the node input read
+  std::string name;
+  std::string source;
+  std::vector<uint64_t> words;  // words[0], words[1]: the backend's pointers
+  int64_t num_elements = 0;
+  // Same dtype, contiguous in and out: a plain memcpy of num_elements
+  // (source is empty).
+  bool memcpy = false;
+};
+// Empty when the step is not a single shape op or full.
+absl::StatusOr<std::optional<std::vector<LayoutCopy>>> GenerateLayoutCopies(
+    const ValidatedGraph& graph, const Step& step);
+
 // The storage type name used in generated code ("float", "f16", "u8" for bool).
 const char* StorageTypeName(DType dtype);
 

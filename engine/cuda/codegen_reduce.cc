@@ -1,8 +1,11 @@
 // Reduction and softmax kernels (see codegen.h).
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "engine/cuda/codegen.h"
 #include "engine/cuda/codegen_internal.h"
 #include "engine/cuda/device_library.h"
@@ -88,7 +91,16 @@ std::function<std::string(const ValueRef&)> ExprOf(const std::vector<StepInput>&
   };
 }
 
-const char* kReducibleOps[] = {"sum", "prod", "min", "max", "mean", "any", "all"};
+const char* kReducibleOps[] = {"sum", "prod",   "min", "max",       "mean",   "any",
+                               "all", "var", "std", "logsumexp", "argmin", "argmax"};
+
+// A double as an exact CUDA expression.
+std::string DoubleLiteral(double v) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return absl::StrCat("__longlong_as_double((long long)0x", absl::Hex(bits, absl::kZeroPad16),
+                      "ull)");
+}
 
 }  // namespace
 
@@ -122,8 +134,17 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   }
   const ValueRef red_input = red.inputs[0];
 
-  // Kept and reduced dims, adjacent ones of a class merged.
-  const auto& axes = std::get<std::vector<int64_t>>(red.attrs.at("axes"));
+  // Kept and reduced dims, adjacent ones of a class merged. argmin/argmax
+  // have one "axis", or none for the flattened array.
+  const bool is_arg = op == "argmin" || op == "argmax";
+  std::vector<int64_t> axes;
+  if (!is_arg) {
+    axes = std::get<std::vector<int64_t>>(red.attrs.at("axes"));
+  } else if (auto it = red.attrs.find("axis"); it != red.attrs.end()) {
+    axes.push_back(std::get<int64_t>(it->second));
+  } else {
+    for (int d = 0; d < in_shape.rank(); ++d) axes.push_back(d);
+  }
   std::vector<int64_t> dims;
   std::vector<bool> reduced;
   for (int d = 0; d < in_shape.rank(); ++d) {
@@ -159,22 +180,61 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   }
 
   // The accumulator: floats in double (the reference accumulates in double
-  // too), integers in 64 bits, any/all in int.
+  // too), integers in 64 bits, any/all in int; var/std, logsumexp and
+  // argmin/argmax in the device library's structs. `combine` merges `a` and
+  // `b`; `push` (when set) adds element `x`, of type `element`, at index `k`
+  // to accumulator `a`.
   const DType compute = red.type.compute_dtype;
   std::string acc;
   std::string ident;
   std::string combine;
+  std::string push;
+  std::string element;
   std::string finish = "acc";
   const bool logical = op == "any" || op == "all";
-  if (logical) {
+  if (op == "var" || op == "std") {
+    if (!IsFloat(compute)) return std::nullopt;  // the host reports the error
+    acc = "gf::var_acc";
+    ident = "gf::var_acc{0.0, 0.0, 0.0}";
+    combine = "gf::var_combine(a, b)";
+    push = "gf::var_push(a, x)";
+    element = "double";
+    const auto ddof = red.attrs.find("ddof");
+    finish = absl::StrCat("gf::var_finish(acc, (double)R, ",
+                          DoubleLiteral(ddof == red.attrs.end() ? 0.0 : std::get<double>(ddof->second)),
+                          op == "std" ? ", true)" : ", false)");
+    k.accumulator_bytes = 24;
+  } else if (op == "logsumexp") {
+    if (!IsFloat(compute)) return std::nullopt;
+    acc = "gf::lse_acc";
+    ident = "gf::lse_acc{-gf::inf<double>(), 0.0}";
+    combine = "gf::lse_combine(a, b)";
+    push = "gf::lse_push(a, x)";
+    element = "double";
+    finish = "gf::lse_finish(acc)";
+    k.accumulator_bytes = 16;
+  } else if (is_arg) {
+    // Compared in the input's dtype (exactly, in its compute class).
+    const std::string c = ComputeClassName(compute);
+    const std::string max = op == "argmax" ? "true" : "false";
+    acc = absl::StrCat("gf::arg_acc<", c, ">");
+    ident = absl::StrCat(acc, "{(", c, ")0, -1ll}");
+    combine = absl::StrCat("gf::arg_combine<", c, ", ", max, ">(a, b)");
+    push = absl::StrCat("gf::arg_push<", c, ", ", max, ">(a, x, k)");
+    element = c;
+    finish = "acc.i";
+    k.accumulator_bytes = 16;
+  } else if (logical) {
     acc = "int";
   } else if (IsFloat(compute) || op == "mean") {
     acc = "double";
   } else {
     acc = KindOf(compute) == DTypeKind::kUnsigned ? "u64" : "i64";
   }
-  k.accumulator_bytes = logical ? 4 : 8;
-  if (op == "sum" || op == "mean") {
+  if (push.empty()) k.accumulator_bytes = logical ? 4 : 8;
+  if (!push.empty()) {
+    // A struct accumulator: set above.
+  } else if (op == "sum" || op == "mean") {
     ident = "(" + acc + ")0";
     combine = "gf::op_add<" + acc + ">(a, b)";
   } else if (op == "prod") {
@@ -258,13 +318,17 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   }
   const std::string convert =
       logical ? absl::StrCat("(gf::cv<bool>(", red_value, ") ? 1 : 0)")
-              : absl::StrCat("gf::in<", acc, ", ", RegisterTypeName(compute), ">(", red_value, ")");
+              : absl::StrCat("gf::in<", push.empty() ? acc : element, ", ",
+                             RegisterTypeName(compute), ">(", red_value, ")");
+  const std::string add =
+      push.empty() ? absl::StrCat("const ", acc, " b = ", convert, "; ACC = ", combine, ";")
+                   : absl::StrCat("const ", element, " x = ", convert, "; ACC = ", push, ";");
   // Adds element `kvar` into accumulator `accvar`, in a scope of its own.
   auto accumulate_into = [&](const std::string& kvar, const std::string& accvar) {
     return absl::StrCat("      {\n      const long long k = ", kvar,
                         ";\n      long long off = ", offset, ";\n", pro_body, "      { const ", acc,
-                        " a = ", accvar, "; const ", acc, " b = ", convert, "; ", accvar, " = ",
-                        combine, "; }\n      }\n");
+                        " a = ", accvar, "; ", absl::StrReplaceAll(add, {{"ACC", accvar}}),
+                        " }\n      }\n");
   };
   // Four independent accumulators keep four loads in flight per thread.
   const std::string init = absl::StrCat("    ", acc, " acc0 = ", ident, ", acc1 = ", ident,

@@ -318,6 +318,12 @@ class CudaBackend final : public Backend {
                          dim3(block), args, 0, stream.get()),
         "cudaLaunchKernel");
   }
+  // Runs a shape step or `full` as strided copies; false (nothing done)
+  // when the generator does not handle it.
+  absl::StatusOr<bool> TryLayout(
+      const ValidatedGraph& graph, const Step& step,
+      const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
+      void* out, RunResult& result);
   // Runs a custom-kernel step (elementwise_kernel, reduction_kernel,
   // raw_kernel; always on the device).
   absl::Status RunCustom(const ValidatedGraph& graph, const Step& step,
@@ -400,6 +406,40 @@ absl::Status CudaBackend::RunElementwise(const ValidatedGraph& graph, const Step
   return Check(cudaLaunchKernel(reinterpret_cast<const void*>(*kernel), dim3(blocks), dim3(kBlock),
                                 args, 0, stream.get()),
                "cudaLaunchKernel");
+}
+
+absl::StatusOr<bool> CudaBackend::TryLayout(
+    const ValidatedGraph& graph, const Step& step,
+    const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
+    void* out, RunResult& result) {
+  absl::StatusOr<std::optional<std::vector<LayoutCopy>>> copies = GenerateLayoutCopies(graph, step);
+  if (!copies.ok()) return copies.status();
+  if (!copies->has_value()) return false;
+  const ValidatedNode& node = graph.nodes[step.root];
+  const int64_t item = ItemSize(node.type.output.dtype);
+  const int64_t sms = props_.multiProcessorCount;
+  for (const LayoutCopy& c : **copies) {
+    if (c.num_elements == 0) continue;
+    absl::StatusOr<const void*> src = ptr(node.inputs[c.input]);
+    if (!src.ok()) return src.status();
+    if (c.memcpy) {
+      const auto src_base = static_cast<int64_t>(c.words[3]);
+      const auto dst_base = static_cast<int64_t>(c.words[4]);
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<char*>(out) + dst_base * item,
+                                                   static_cast<const char*>(*src) + src_base * item,
+                                                   c.num_elements * item, cudaMemcpyDeviceToDevice,
+                                                   stream.get()));
+      continue;
+    }
+    absl::StatusOr<cudaKernel_t> kernel = GetKernel(c.source, c.name, result);
+    if (!kernel.ok()) return kernel.status();
+    std::vector<uint64_t> words = c.words;
+    words[0] = reinterpret_cast<uint64_t>(*src);
+    words[1] = reinterpret_cast<uint64_t>(out);
+    const int64_t blocks = std::clamp<int64_t>((c.num_elements + 255) / 256, 1, sms * 32);
+    if (absl::Status st = Launch(*kernel, blocks, 1, 256, words, stream); !st.ok()) return st;
+  }
+  return true;
 }
 
 absl::Status CudaBackend::RunCustom(
@@ -875,6 +915,15 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
     } else if (step.kind == StepKind::kReduction) {
       absl::StatusOr<bool> ran =
           TryReduction(graph, step, device_ptr, stream, values[step.root]->data(), result);
+      if (!ran.ok()) {
+        return absl::Status(ran.status().code(), absl::StrCat("step ", s, " (", step.description,
+                                                              "): ", ran.status().message()));
+      }
+      on_device = *ran;
+    } else if (step.kind == StepKind::kShape ||
+               (step.kind == StepKind::kCreation && root.op->name == "full")) {
+      absl::StatusOr<bool> ran =
+          TryLayout(graph, step, device_ptr, stream, values[step.root]->data(), result);
       if (!ran.ok()) {
         return absl::Status(ran.status().code(), absl::StrCat("step ", s, " (", step.description,
                                                               "): ", ran.status().message()));

@@ -262,6 +262,71 @@ template <class C> __device__ __forceinline__ C inf() {
   else return __int_as_float(0x7f800000);
 }
 
+// ---- reduction accumulators (codegen_reduce.cc) ----
+// var/std: count, mean and sum of squared deviations, in double; elements
+// are added by Welford's update, partial results merged by Chan et al.'s.
+struct var_acc { double n, mean, m2; };
+__device__ __forceinline__ var_acc var_push(var_acc a, double x) {
+  a.n += 1.0;
+  const double d = x - a.mean;
+  a.mean += d / a.n;
+  a.m2 += d * (x - a.mean);
+  return a;
+}
+__device__ __forceinline__ var_acc var_combine(var_acc a, var_acc b) {
+  if (b.n == 0.0) return a;
+  if (a.n == 0.0) return b;
+  const double n = a.n + b.n;
+  const double d = b.mean - a.mean;
+  const double wb = b.n / n;
+  return var_acc{n, a.mean + d * wb, a.m2 + b.m2 + d * d * (a.n * wb)};
+}
+// As the reference (NumPy): divided by max(count - ddof, 0); an inf or NaN
+// element (a non-finite mean) gives NaN.
+__device__ __forceinline__ double var_finish(var_acc a, double count, double ddof, bool root) {
+  const double dof = count - ddof > 0.0 ? count - ddof : 0.0;
+  const double v = isfinite(a.mean) ? a.m2 / dof : __longlong_as_double(0x7ff8000000000000ll);
+  return root ? sqrt(v) : v;
+}
+
+// logsumexp: the running maximum m (NaN wins) and the sum of exp(x - m), in
+// double. As scipy.special.logsumexp (the reference): a NaN gives NaN, +inf
+// gives +inf, nothing but -inf gives -inf.
+struct lse_acc { double m, s; };
+__device__ __forceinline__ lse_acc lse_combine(lse_acc a, lse_acc b) {
+  const double m = op_maximum<double>(a.m, b.m);
+  if (!isfinite(m)) return lse_acc{m, 0.0};
+  if (a.m >= b.m) return lse_acc{a.m, a.s + b.s * exp(b.m - a.m)};
+  return lse_acc{b.m, a.s * exp(a.m - b.m) + b.s};
+}
+__device__ __forceinline__ lse_acc lse_push(lse_acc a, double x) { return lse_combine(a, lse_acc{x, 1.0}); }
+__device__ __forceinline__ double lse_finish(lse_acc a) { return isfinite(a.m) ? log(a.s) + a.m : a.m; }
+
+// argmin/argmax: the extremum so far and its index (-1: none yet), compared
+// in the input's dtype. The answer is the first extremum, or the first NaN.
+template <class C> struct arg_acc { C v; long long i; };
+template <class C> __device__ __forceinline__ bool is_nan(C v) {
+  if constexpr (is_fp<C>::v) return v != v; else return false;
+}
+// Elements pushed in increasing index order (each accumulator's loop).
+template <class C, bool kMax> __device__ __forceinline__ arg_acc<C> arg_push(arg_acc<C> a, C x, long long k) {
+  const bool take = a.i < 0 || (!is_nan(a.v) && (is_nan(x) || (kMax ? x > a.v : x < a.v)));
+  return take ? arg_acc<C>{x, k} : a;
+}
+// Partial results merged in any order: a NaN first, then the extremum; ties
+// go to the lower index.
+template <class C, bool kMax> __device__ __forceinline__ arg_acc<C> arg_combine(arg_acc<C> a, arg_acc<C> b) {
+  if (a.i < 0) return b;
+  if (b.i < 0) return a;
+  const bool an = is_nan(a.v), bn = is_nan(b.v);
+  bool take_b;
+  if (an || bn) take_b = an == bn ? b.i < a.i : bn;
+  else if (kMax ? b.v > a.v : b.v < a.v) take_b = true;
+  else if (kMax ? a.v > b.v : a.v < b.v) take_b = false;
+  else take_b = b.i < a.i;
+  return take_b ? b : a;
+}
+
 // A kernel argument word reinterpreted as a scalar of type T.
 template <class T> __device__ __forceinline__ T word(unsigned long long w) {
   union { unsigned long long w; T t; } u;

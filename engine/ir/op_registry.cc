@@ -1212,7 +1212,7 @@ std::vector<OpDef> BuildOps() {
   const AttrDef preamble =
       Attr("preamble", AttrType::kString, false, "code placed before the kernel");
   ops.push_back(MakeOp(
-      "elementwise_kernel", OpFamily::kCustom, 1, -1,
+      "elementwise_kernel", OpFamily::kCustom, 0, -1,
       {in_params, out_params,
        Attr("operation", AttrType::kString, true, "CUDA statement(s) for element i"),
        Attr("name", AttrType::kString, false, "kernel name (default 'kernel')"), preamble,

@@ -78,9 +78,11 @@ class ServerProcess {
     server->port_file_ = server->dir_ + "/port";
 
     // An IP address on both sides keeps DNS (c-ares, which leaks a few bytes
-    // that LeakSanitizer reports) out of the test.
+    // that LeakSanitizer reports) out of the test. Servers run in parallel, so
+    // none takes the default metrics port (`args` may give one).
     std::vector<std::string> argv_strings = {GPUFLOW_SERVER_BIN, "--address=127.0.0.1", "--port=0",
-                                             "--port_file=" + server->port_file_};
+                                             "--port_file=" + server->port_file_,
+                                             "--metrics_port=0"};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
     std::vector<std::string> env_strings = env;
     for (char** e = environ; *e != nullptr; ++e) {

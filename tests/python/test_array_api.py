@@ -527,3 +527,57 @@ def test_repr_does_not_evaluate(session):
     x = session.asarray(np.ones(3))
     assert repr(gf.exp(x)) == "RemoteArray(shape=(3,), dtype=float64, lazy exp)"
     assert BACKEND in ("cpu", "cuda")
+
+
+ALL_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float16", "bfloat16", "float32", "float64"]
+
+
+def _ones(session, dtype):
+    if dtype == "bfloat16":
+        return session.asarray(np.full(2, 0x3F80, np.uint16), dtype="bfloat16")  # 1.0
+    return session.asarray(np.ones(2, dtype))
+
+
+def test_inferred_dtypes_match_the_server_for_every_dtype(session):
+    """The client's dtype rules (gpuflow/_inference.py) against the server's,
+    for every op family and dtype (pair)."""
+    arrays = {d: _ones(session, d) for d in ALL_DTYPES}
+    binary = ["add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum",
+              "atan2", "eq", "lt", "logical_and", "bitwise_and"]
+    unary = ["neg", "abs", "sign", "square", "sqrt", "exp", "floor", "relu", "reciprocal",
+             "isnan", "logical_not", "bitwise_not"]
+    reductions = ["sum", "prod", "mean", "var", "min", "argmax", "any", "logsumexp", "cumsum",
+                  "softmax"]
+    from gpuflow.remote_array import apply
+
+    for left in ALL_DTYPES:
+        built = []
+        for right in ALL_DTYPES:
+            for op in binary:
+                try:
+                    built.append(apply(op, (arrays[left], arrays[right])))
+                except TypeError:
+                    pass  # refused client-side (checked against NumPy elsewhere)
+        for scalar in (True, 2, 2.5, np.float16(2)):
+            built += [apply("add", (arrays[left], scalar)), apply("div", (scalar, arrays[left]))]
+        built.append(apply("where", (arrays["bool"], arrays[left], 1.5)))
+        built.append(apply("clip", (arrays[left], arrays["int8"], 3)))
+        for op in unary:
+            try:
+                built.append(apply(op, (arrays[left],)))
+            except TypeError:
+                pass
+        for op in reductions:
+            attrs = {"axis": 0} if op in ("softmax", "cumsum") else {}
+            built.append(apply(op, (arrays[left],), attrs))
+        built.append(gf.matmul(arrays[left], arrays["float16"]))
+        built.append(gf.concatenate([arrays[left], arrays["uint8"], arrays["int8"]]))
+        expected = [(r._expr.dtype, r.shape, repr(r)) for r in built]
+        # Stored outputs report the server's dtype (inline bfloat16 arrives as uint16 words).
+        infos = gf.persist({f"t{i}": r for i, r in enumerate(built)})
+        assert len(infos) > 150
+        for (dtype, shape, what), info in zip(expected, infos):
+            assert (info.dtype, info.shape) == (dtype, shape), (left, what)
+        for info in infos:
+            session.delete(info.name)

@@ -32,3 +32,17 @@ def test_readme_graph_example_runs(server, capsys):
     sums = [float(v) for v in out[out.index("[") + 1 : out.index("]")].split()]
     assert len(sums) == 3 and all(abs(v - 1) < 1e-5 for v in sums)
     assert float(out.split("]")[1]) > 0
+
+
+def test_readme_array_example_runs(server, capsys):
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert len(blocks) >= 3, "README has no CuPy-style example"
+    code = blocks[2]
+    exec(compile(code.replace("localhost:50051", server.target), "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    # (1000,) and three row norms, then the benchmark line in CuPy's format.
+    assert out.startswith("(1000,) [")
+    norms = [float(v) for v in out[out.index("[") + 1 : out.index("]")].split()]
+    assert len(norms) == 3 and all(8 < v < 18 for v in norms)
+    assert "<lambda>            :    CPU:" in out

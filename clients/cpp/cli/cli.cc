@@ -270,18 +270,21 @@ class Context {
     return client;
   }
 
-  // The --session session; FAILED_PRECONDITION saying how to get one when
-  // none was given.
+  // FAILED_PRECONDITION, saying how to get a session, when no --session was
+  // given.
+  absl::Status CheckSessionGiven() const {
+    if (!session_id().empty()) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("`gpuflow ", command_.name,
+                     "` needs a session: pass --session=ID or set GPUFLOW_SESSION (create one "
+                     "with `gpuflow session create`)"));
+  }
+
+  // The --session session (see CheckSessionGiven).
   absl::StatusOr<Session> RequireSession() {
-    const std::string id = session_id();
-    if (id.empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("`gpuflow ", command_.name,
-                       "` needs a session: pass --session=ID or set GPUFLOW_SESSION (create one "
-                       "with `gpuflow session create`)"));
-    }
+    GPUFLOW_CLIENT_RETURN_IF_ERROR(CheckSessionGiven());
     GPUFLOW_CLIENT_ASSIGN_OR_RETURN(Client client, Connect());
-    return client.OpenSession(id);
+    return client.OpenSession(session_id());
   }
 
  private:
@@ -383,6 +386,7 @@ absl::Status RunUpload(Context& context) {
     }
     name = std::string(absl::StripSuffix(base, ".npy"));
   }
+  GPUFLOW_CLIENT_RETURN_IF_ERROR(context.CheckSessionGiven());
   GPUFLOW_CLIENT_ASSIGN_OR_RETURN(Array array, ReadNpyFile(path));
   if (context.args().Has("dtype")) {
     GPUFLOW_CLIENT_ASSIGN_OR_RETURN(const v1::DType dtype,
@@ -685,11 +689,13 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& environme
       rest.push_back(args[++i]);  // the value of --target HOST, --session ID, ...
     }
   }
-  if (i < args.size()) words.push_back(args[i++]);
-  if (!words.empty() && (words[0] == "session" || words[0] == "help") && i < args.size() &&
-      !absl::StartsWith(args[i], "-")) {
-    words.push_back(args[i++]);
-  }
+  // "upload", "session create", "help", "help session close".
+  auto take_word = [&] {
+    if (i < args.size() && !absl::StartsWith(args[i], "-")) words.push_back(args[i++]);
+  };
+  take_word();
+  if (!words.empty() && words[0] == "help") take_word();
+  if (!words.empty() && words.back() == "session") take_word();
   rest.insert(rest.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
 
   if (words.empty()) {

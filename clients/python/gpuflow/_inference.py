@@ -71,10 +71,12 @@ class Type:
         if isinstance(value, int):
             if value > INT64_MAX:
                 if value >= 1 << 64:
-                    raise OverflowError(f"Python integer {value} is too large for gpuflow (uint64 at most)")
+                    raise OverflowError(
+                        f"Python integer {value} is too large for gpuflow (uint64 at most)")
                 return Type("uint64", (), True)
             if value < INT64_MIN:
-                raise OverflowError(f"Python integer {value} is too small for gpuflow (int64 at least)")
+                raise OverflowError(
+                    f"Python integer {value} is too small for gpuflow (int64 at least)")
             return Type("int64", (), True)
         return Type("float64", (), True)
 

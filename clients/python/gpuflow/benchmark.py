@@ -4,7 +4,8 @@
         return gpuflow.sqrt(gpuflow.sum(a ** 2, axis=-1))
 
     print(gpuflow.benchmark(norms, (a,), n_repeat=100))
-    # norms               :    CPU:  123.456 us   +/- 4.321 (min:  118.000 / max:  140.250) us     GPU-0:   98.765 us ...
+    # norms               :    CPU:  123.456 us   +/- 4.321 (min:  118.000 / max:  140.250) us
+    #     GPU-0:   98.765 us   +/- 0.912 (min:   97.600 / max:  101.344) us   (one line)
 
 ``func`` is called once, here, on the given RemoteArrays; the graph it
 builds is sent in one Benchmark request and the server runs it

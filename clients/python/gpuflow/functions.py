@@ -105,6 +105,7 @@ def clip(a, a_min, a_max, out=None):
 
 
 def astype(x, dtype):
+    """``x`` converted to ``dtype`` (the ``cast`` op)."""
     return apply("cast", (x,), {"dtype": dtype_name(dtype)})
 
 
@@ -112,32 +113,39 @@ def astype(x, dtype):
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False):  # noqa: A001
+    """numpy.sum: bool and signed ints give int64, unsigned uint64, floats keep theirs."""
     return reduce("sum", a, axis, keepdims, dtype=dtype, out=out)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False):
+    """numpy.prod; dtypes as :func:`sum`."""
     return reduce("prod", a, axis, keepdims, dtype=dtype, out=out)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """numpy.mean: ints and bool give float64, floats keep theirs."""
     return reduce("mean", a, axis, keepdims, dtype=dtype, out=out)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """numpy.var (``dtype``: cast first)."""
     a = a if dtype is None else astype(a, dtype)
     return reduce("var", a, axis, keepdims, out=out, ddof=float(ddof) if ddof else None)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """numpy.std (``dtype``: cast first)."""
     a = a if dtype is None else astype(a, dtype)
     return reduce("std", a, axis, keepdims, out=out, ddof=float(ddof) if ddof else None)
 
 
 def amin(a, axis=None, out=None, keepdims=False):
+    """numpy.amin; NaN propagates; an empty reduction is an error."""
     return reduce("min", a, axis, keepdims, out=out)
 
 
 def amax(a, axis=None, out=None, keepdims=False):
+    """numpy.amax; NaN propagates; an empty reduction is an error."""
     return reduce("max", a, axis, keepdims, out=out)
 
 
@@ -146,18 +154,22 @@ max = amax  # noqa: A001
 
 
 def any(a, axis=None, out=None, keepdims=False):  # noqa: A001
+    """numpy.any."""
     return reduce("any", a, axis, keepdims, out=out)
 
 
 def all(a, axis=None, out=None, keepdims=False):  # noqa: A001
+    """numpy.all."""
     return reduce("all", a, axis, keepdims, out=out)
 
 
 def argmin(a, axis=None, out=None, keepdims=False):
+    """numpy.argmin (int64; the first index on ties)."""
     return arg_reduce("argmin", a, axis, keepdims, out)
 
 
 def argmax(a, axis=None, out=None, keepdims=False):
+    """numpy.argmax (int64; the first index on ties)."""
     return arg_reduce("argmax", a, axis, keepdims, out)
 
 
@@ -185,10 +197,12 @@ def log_softmax(x, axis=None):
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
+    """numpy.cumsum (axis=None: the flattened array)."""
     return scan("cumsum", a, axis, dtype, out)
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
+    """numpy.cumprod (axis=None: the flattened array)."""
     return scan("cumprod", a, axis, dtype, out)
 
 
@@ -196,12 +210,14 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 
 def matmul(a, b, out=None):
+    """numpy.matmul (also ``a @ b``)."""
     if out is not None:
         raise TypeError("out= is not supported: gpuflow arrays are immutable")
     return apply("matmul", (a, b))
 
 
 def dot(a, b, out=None):
+    """numpy.dot for operands of rank <= 2 (use matmul above)."""
     if out is not None:
         raise TypeError("out= is not supported: gpuflow arrays are immutable")
     return apply("dot", (a, b))
@@ -215,18 +231,22 @@ def _as_remote(a):
 
 
 def reshape(a, newshape, order="C"):
+    """numpy.reshape (C order)."""
     return _as_remote(a).reshape(newshape, order=order)
 
 
 def transpose(a, axes=None):
+    """numpy.transpose."""
     return _as_remote(a).transpose(axes)
 
 
 def swapaxes(a, axis1, axis2):
+    """numpy.swapaxes."""
     return _as_remote(a).swapaxes(axis1, axis2)
 
 
 def moveaxis(a, source, destination):
+    """numpy.moveaxis."""
     a = _as_remote(a)
     src = [_inference.normalize_axis(s, a.ndim) for s in _seq(source)]
     dst = [_inference.normalize_axis(d, a.ndim) for d in _seq(destination)]
@@ -243,18 +263,22 @@ def _seq(v):
 
 
 def ravel(a, order="C"):
+    """numpy.ravel."""
     return _as_remote(a).reshape(-1, order=order)
 
 
 def squeeze(a, axis=None):
+    """numpy.squeeze."""
     return apply("squeeze", (a,), {"axes": axes_attr(axis)})
 
 
 def expand_dims(a, axis):
+    """numpy.expand_dims."""
     return apply("expand_dims", (a,), {"axes": axes_attr(axis)})
 
 
 def broadcast_to(array, shape):
+    """numpy.broadcast_to."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     return apply("broadcast_to", (array,), {"shape": [operator.index(d) for d in shape]})
 
@@ -270,6 +294,7 @@ def flip(m, axis=None):
 
 
 def concatenate(arrays, axis=0):
+    """numpy.concatenate (promoted dtype)."""
     if axis is None:
         arrays = [ravel(a) for a in arrays]
         axis = 0
@@ -277,6 +302,7 @@ def concatenate(arrays, axis=0):
 
 
 def stack(arrays, axis=0):
+    """numpy.stack (promoted dtype)."""
     return apply("stack", tuple(arrays), {"axis": operator.index(axis)})
 
 
@@ -298,10 +324,12 @@ def full(shape, fill_value, dtype=None, *, session=None):
 
 
 def zeros(shape, dtype=float, *, session=None):
+    """numpy.zeros; writable."""
     return full(shape, False if dtype_name(dtype) == "bool" else 0, dtype, session=session)
 
 
 def ones(shape, dtype=float, *, session=None):
+    """numpy.ones; writable."""
     return full(shape, True if dtype_name(dtype) == "bool" else 1, dtype, session=session)
 
 
@@ -316,21 +344,25 @@ def _like(a, dtype, shape):
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
+    """numpy.full_like, in ``a``'s session; writable."""
     shape, dtype, s = _like(a, dtype, shape)
     return full(shape, fill_value, dtype, session=s)
 
 
 def zeros_like(a, dtype=None, shape=None):
+    """numpy.zeros_like, in ``a``'s session; writable."""
     shape, dtype, s = _like(a, dtype, shape)
     return zeros(shape, dtype, session=s)
 
 
 def ones_like(a, dtype=None, shape=None):
+    """numpy.ones_like, in ``a``'s session; writable."""
     shape, dtype, s = _like(a, dtype, shape)
     return ones(shape, dtype, session=s)
 
 
 def empty_like(a, dtype=None, shape=None):
+    """Like zeros_like; writable."""
     shape, dtype, s = _like(a, dtype, shape)
     return empty(shape, dtype, session=s)
 
@@ -383,14 +415,17 @@ def array(obj, dtype=None, copy=True, *, session=None):
 
 
 def ndim(a):
+    """numpy.ndim, without evaluating a RemoteArray."""
     return a.ndim if isinstance(a, RemoteArray) else np.ndim(a)
 
 
 def shape(a):
+    """numpy.shape, without evaluating a RemoteArray."""
     return a.shape if isinstance(a, RemoteArray) else np.shape(a)
 
 
 def size(a):
+    """numpy.size, without evaluating a RemoteArray."""
     return a.size if isinstance(a, RemoteArray) else np.size(a)
 
 

@@ -147,7 +147,7 @@ def host_array(obj):
             raise UnsupportedOperand(f"cannot use {type(obj).__name__} as an array: {err}") from None
     if arr.dtype.name == "bfloat16":  # ml_dtypes
         return np.ascontiguousarray(arr).view(np.uint16), "bfloat16"
-    if arr.dtype.name not in dtypes.DTYPES or arr.dtype.name == "bfloat16":
+    if arr.dtype.name not in dtypes.DTYPES:
         raise UnsupportedOperand(
             f"gpuflow has no dtype {arr.dtype.name!r} (from {type(obj).__name__}); "
             f"supported: {', '.join(dtypes.DTYPES)}"
@@ -241,6 +241,7 @@ def _no_out(out):
 
 
 def axes_attr(axis):
+    """The ``axes`` attribute for a NumPy ``axis`` argument (None: absent)."""
     if axis is None:
         return None
     if isinstance(axis, (tuple, list)):
@@ -829,12 +830,14 @@ def reduce(op, a, axis=None, keepdims=False, *, dtype=None, out=None, **attrs):
 
 
 def arg_reduce(op, a, axis=None, keepdims=False, out=None):
+    """An argmin/argmax node over ``axis`` (None: the flattened array)."""
     _no_out(out)
     attrs = {"axis": None if axis is None else operator.index(axis), "keepdims": keepdims or None}
     return apply(op, (a,), attrs)
 
 
 def scan(op, a, axis=None, dtype=None, out=None):
+    """A cumsum/cumprod node along ``axis`` (None: the flattened array)."""
     _no_out(out)
     attrs = {
         "axis": None if axis is None else operator.index(axis),

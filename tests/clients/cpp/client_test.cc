@@ -153,7 +153,8 @@ TEST_F(ClientTest, ServerErrorsKeepTheirCodeAndMessage) {
 }
 
 TEST_F(ClientTest, QuotaErrorsComeBackFromAStreamingUpload) {
-  ASSERT_OK_AND_ASSIGN(Session small, client_->CreateSession({.memory_limit_bytes = 1024}));
+  ASSERT_OK_AND_ASSIGN(Session small,
+                       client_->CreateSession({.label = "quota", .memory_limit_bytes = 1024}));
   const Array array = RandomArray(v1::DTYPE_UINT8, {10'000}, 3);
   EXPECT_THAT(small.Upload("x", array), StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_THAT(small.Close(), IsOk());

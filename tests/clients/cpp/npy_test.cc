@@ -146,7 +146,7 @@ TEST(NpyTest, ReadsVersion3) {
 TEST(NpyTest, WritesVersion2WhenTheHeaderIsLong) {
   Array array;
   array.dtype = v1::DTYPE_UINT8;
-  array.shape = std::vector<int64_t>(10000, 1);  // a header over 64 KiB
+  array.shape = std::vector<int64_t>(30000, 1);  // a header over 64 KiB
   array.data = "x";
   ASSERT_OK_AND_ASSIGN(const std::string bytes, SerializeNpy(array));
   EXPECT_EQ(bytes[6], 2);

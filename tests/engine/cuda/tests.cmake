@@ -23,3 +23,7 @@ if(GPUFLOW_WITH_CUDA)
   gpuflow_test(cuda_kernel_cache_test SRCS engine/cuda/cuda_kernel_cache_test.cc
                DEPS gpuflow::cuda gpuflow::plan gpuflow::ir gpuflow::testing LABELS gpu)
 endif()
+if(GPUFLOW_WITH_CUDA)
+  gpuflow_test(codegen_layout_test SRCS engine/cuda/codegen_layout_test.cc
+               DEPS gpuflow::cuda gpuflow::plan gpuflow::ir gpuflow::testing)
+endif()

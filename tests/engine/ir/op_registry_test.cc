@@ -189,9 +189,9 @@ TEST(OpRegistryTest, FamiliesAndArities) {
                                                  {"arange", OpFamily::kCreation, 0, 0},
                                                  {"random_uniform", OpFamily::kCreation, 0, 0},
                                                  {"random_normal", OpFamily::kCreation, 0, 0},
-                                                 {"elementwise_kernel", OpFamily::kCustom, 1, -1},
+                                                 {"elementwise_kernel", OpFamily::kCustom, 0, -1},
                                                  {"reduction_kernel", OpFamily::kCustom, 1, -1},
-                                                 {"raw_kernel", OpFamily::kCustom, 0, -1}}) {
+                                                 {"raw_kernel", OpFamily::kCustom, 1, -1}}) {
     const OpDef& op = Op(e.op);
     EXPECT_EQ(op.family, e.family) << e.op;
     EXPECT_EQ(op.min_inputs, e.min_inputs) << e.op;

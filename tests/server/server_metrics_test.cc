@@ -1,0 +1,202 @@
+#include "server/server_metrics.h"
+
+#include <memory>
+#include <string>
+
+#include "engine/ir/shape.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/metrics/registry.h"
+#include "server/metrics/text_format.h"
+#include "server/session_registry.h"
+#include "tests/server/fake_backend.h"
+#include "tests/testing/status_matchers.h"
+
+namespace gpuflow::server {
+namespace {
+
+using ::gpuflow::testing::FakeBackend;
+using ::gpuflow::testing::IsOk;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class ServerMetricsTest : public ::testing::Test {
+ protected:
+  std::string Scrape() const { return metrics::SerializeText(registry_.Collect()); }
+
+  metrics::Registry registry_;
+  ServerMetrics metrics_{registry_};
+};
+
+TEST_F(ServerMetricsTest, HotPathSeriesStartAtZero) {
+  const std::string text = Scrape();
+  for (const char* method :
+       {"GetServerInfo", "CreateSession", "CloseSession", "KeepAlive", "UploadArray",
+        "DownloadArray", "ListArrays", "GetArrayInfo", "DeleteArray", "Execute", "Benchmark",
+        "Precompile"}) {
+    EXPECT_THAT(text, HasSubstr(absl::StrCat("gpuflow_rpc_requests_total{code=\"OK\",method=\"",
+                                             method, "\"} 0\n")));
+    EXPECT_THAT(text, HasSubstr(absl::StrCat("gpuflow_rpc_duration_seconds_count{method=\"",
+                                             method, "\"} 0\n")));
+  }
+  for (const char* phase : {"validate", "plan", "compile", "launch", "gpu", "transfer"}) {
+    EXPECT_THAT(text, HasSubstr(absl::StrCat("gpuflow_execute_phase_seconds_count{phase=\"", phase,
+                                             "\"} 0\n")));
+  }
+  for (const char* step :
+       {"elementwise", "reduction", "matmul", "scan", "custom", "copy", "creation"}) {
+    EXPECT_THAT(text, HasSubstr(absl::StrCat("gpuflow_gpu_time_seconds_count{step=\"", step,
+                                             "\"} 0\n")));
+  }
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compile_seconds_count 0\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_transfer_bytes_total{direction=\"upload\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_transfer_bytes_total{direction=\"download\"} 0\n"));
+}
+
+TEST_F(ServerMetricsTest, RecordRpcCountsByMethodAndCode) {
+  metrics_.RecordRpc(RpcMethod::kExecute, grpc::StatusCode::OK, 0.002);
+  metrics_.RecordRpc(RpcMethod::kExecute, grpc::StatusCode::OK, 0.003);
+  metrics_.RecordRpc(RpcMethod::kExecute, grpc::StatusCode::INVALID_ARGUMENT, 0.001);
+  metrics_.RecordRpc(RpcMethod::kKeepAlive, grpc::StatusCode::NOT_FOUND, 0.0001);
+  const std::string text = Scrape();
+  EXPECT_THAT(text, HasSubstr("gpuflow_rpc_requests_total{code=\"OK\",method=\"Execute\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_rpc_requests_total{code=\"INVALID_ARGUMENT\","
+                              "method=\"Execute\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("gpuflow_rpc_requests_total{code=\"NOT_FOUND\",method=\"KeepAlive\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_rpc_duration_seconds_count{method=\"Execute\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_rpc_duration_seconds_sum{method=\"Execute\"} 0.006\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_rpc_duration_seconds_bucket{method=\"Execute\","
+                              "le=\"0.001\"} 1\n"));
+}
+
+TEST_F(ServerMetricsTest, RecordExecuteObservesPhasesAndProfiledSteps) {
+  v1::Timings timings;
+  timings.set_validate_seconds(0.001);
+  timings.set_plan_seconds(0.002);
+  timings.set_run_seconds(0.010);
+  timings.set_compile_seconds(0.004);
+  timings.set_kernels_compiled(2);
+  timings.set_transfer_seconds(0.003);
+  timings.set_gpu_seconds(0.005);
+  v1::StepTiming* step = timings.add_steps();
+  step->set_kind("elementwise");
+  step->set_gpu_seconds(0.002);
+  step = timings.add_steps();
+  step->set_kind("reduction");
+  step->set_gpu_seconds(0.003);
+  timings.add_steps()->set_kind("copy");  // no GPU time: not observed
+  metrics_.RecordExecute(timings);
+
+  // A cached CPU-backend run: no compile, no GPU time.
+  v1::Timings cached;
+  cached.set_run_seconds(0.001);
+  metrics_.RecordExecute(cached);
+
+  const std::string text = Scrape();
+  EXPECT_THAT(text, HasSubstr("gpuflow_execute_phase_seconds_count{phase=\"validate\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_execute_phase_seconds_count{phase=\"compile\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_execute_phase_seconds_sum{phase=\"compile\"} 0.004\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_execute_phase_seconds_sum{phase=\"launch\"} 0.007\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_execute_phase_seconds_count{phase=\"gpu\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_execute_phase_seconds_sum{phase=\"transfer\"} 0.003\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_gpu_time_seconds_count{step=\"elementwise\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_gpu_time_seconds_sum{step=\"reduction\"} 0.003\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_gpu_time_seconds_count{step=\"copy\"} 0\n"));
+  // Compiles are RecordCompiles' to count.
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compile_seconds_count 0\n"));
+}
+
+TEST_F(ServerMetricsTest, RecordCompilesObservesEachKernelAtTheMean) {
+  metrics_.RecordCompiles(4, 2.0);
+  metrics_.RecordCompiles(0, 0);
+  const std::string text = Scrape();
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compile_seconds_count 4\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compile_seconds_sum 2\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compile_seconds_bucket{le=\"0.5\"} 4\n"));
+}
+
+TEST_F(ServerMetricsTest, TransferBytes) {
+  metrics_.AddTransferBytes(TransferDirection::kUpload, 1 << 20);
+  metrics_.AddTransferBytes(TransferDirection::kDownload, 12);
+  const std::string text = Scrape();
+  EXPECT_THAT(text, HasSubstr("gpuflow_transfer_bytes_total{direction=\"upload\"} 1048576\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_transfer_bytes_total{direction=\"download\"} 12\n"));
+}
+
+TEST_F(ServerMetricsTest, BuildInfoLabelsAreEscaped) {
+  metrics_.SetBuildInfo(
+      {.version = "0.1.0", .backend = "cuda", .device = "GPU \"0\"", .cuda = "12.4.1"});
+  EXPECT_THAT(Scrape(), HasSubstr("gpuflow_build_info{backend=\"cuda\",cuda=\"12.4.1\","
+                                  "device=\"GPU \\\"0\\\"\",version=\"0.1.0\"} 1\n"));
+}
+
+TEST_F(ServerMetricsTest, CollectorsReadTheBackendSessionsAndPlanCache) {
+  FakeBackend backend;
+  backend.set_kernel_cache_stats(
+      {.memory_hits = 5, .disk_hits = 2, .misses = 1, .compiles = 1, .evictions = 3});
+  backend.set_memory_stats({.pool_used_bytes = 100,
+                            .pool_reserved_bytes = 200,
+                            .device_free_bytes = 300,
+                            .device_total_bytes = 400});
+  SessionRegistry sessions(backend, {});
+  PlanCache plans(PlanOptions{});
+  metrics_.AddCollectors(backend, sessions, plans);
+
+  absl::StatusOr<std::shared_ptr<Session>> session = sessions.Create({.label = "t"});
+  ASSERT_THAT(session, IsOk());
+  absl::StatusOr<MemoryReservation> reservation = (*session)->Reserve(64);
+  ASSERT_THAT(reservation, IsOk());
+  Array array;
+  array.dtype = DType::kUInt8;
+  array.shape = *Shape::Create({64});
+  array.buffer = *backend.Allocate(64, (*session)->stream());
+  ASSERT_THAT((*session)->PutArray("x", std::move(array), *std::move(reservation)), IsOk());
+  ASSERT_THAT(sessions.Create({}), IsOk());
+
+  std::string text = Scrape();
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compiles_total 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_cache_lookups_total{result=\"memory_hit\"} 5\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_cache_lookups_total{result=\"disk_hit\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_cache_lookups_total{result=\"miss\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_cache_evictions_total 3\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_plan_cache_lookups_total{result=\"hit\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_plan_cache_lookups_total{result=\"miss\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_memory_pool_bytes{state=\"used\"} 100\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_memory_pool_bytes{state=\"reserved\"} 200\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_device_memory_bytes{state=\"free\"} 300\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_device_memory_bytes{state=\"total\"} 400\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_sessions_active 2\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_arrays_active 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_session_bytes 64\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_sessions_expired_total 0\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_device_healthy 1\n"));
+
+  backend.set_healthy(false);
+  ASSERT_THAT(sessions.Close((*session)->id()), IsOk());
+  text = Scrape();
+  EXPECT_THAT(text, HasSubstr("gpuflow_device_healthy 0\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_sessions_active 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_session_bytes 0\n"));
+}
+
+TEST_F(ServerMetricsTest, UnknownMemoryFiguresAreLeftOut) {
+  FakeBackend backend;  // like the CPU backend: no pool, no device
+  SessionRegistry sessions(backend, {});
+  PlanCache plans(PlanOptions{});
+  metrics_.AddCollectors(backend, sessions, plans);
+  const std::string text = Scrape();
+  EXPECT_THAT(text, Not(HasSubstr("gpuflow_memory_pool_bytes")));
+  EXPECT_THAT(text, Not(HasSubstr("gpuflow_device_memory_bytes")));
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compiles_total 0\n"));
+}
+
+TEST(StatusCodeNameTest, CanonicalNames) {
+  EXPECT_EQ(StatusCodeName(grpc::StatusCode::OK), "OK");
+  EXPECT_EQ(StatusCodeName(grpc::StatusCode::RESOURCE_EXHAUSTED), "RESOURCE_EXHAUSTED");
+  EXPECT_EQ(StatusCodeName(grpc::StatusCode::UNAUTHENTICATED), "UNAUTHENTICATED");
+  EXPECT_EQ(StatusCodeName(static_cast<grpc::StatusCode>(99)), "UNKNOWN");
+}
+
+}  // namespace
+}  // namespace gpuflow::server
