@@ -11,7 +11,7 @@ PYTHON       ?= /usr/bin/python3
 PORT         ?= 50051
 CMAKE_ARGS   ?=
 
-.PHONY: all deps configure build test test-cpp test-python test-sanitize check-format format serve clean bench-transfer
+.PHONY: all deps configure build test test-cpp test-python test-node test-sanitize check-format format serve clean bench-transfer
 
 all: build
 
@@ -27,7 +27,7 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build check-format test-cpp test-python
+test: build check-format test-cpp test-python test-node
 
 test-cpp: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
@@ -35,6 +35,20 @@ test-cpp: build
 test-python: build
 	GPUFLOW_SERVER_BIN=$(BUILD_DIR)/bin/gpuflowd PYTHONPATH=clients/python \
 	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+
+# The Node.js example (clients/node) against the real server, with node's
+# test runner. Skipped, saying so, where node or npm is not installed; the
+# npm packages are installed (npm ci) when missing or older than the lock.
+test-node: build
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  echo "test-node: SKIPPED: node and npm are not installed (apt-get install nodejs npm)"; \
+	else \
+	  if [ ! -f clients/node/node_modules/.package-lock.json ] || \
+	     [ clients/node/package-lock.json -nt clients/node/node_modules/.package-lock.json ]; then \
+	    (cd clients/node && npm ci --no-audit --no-fund) || exit 1; \
+	  fi; \
+	  GPUFLOW_SERVER_BIN=$(BUILD_DIR)/bin/gpuflowd node --test tests/node/example.test.js; \
+	fi
 
 serve: build
 	$(BUILD_DIR)/bin/gpuflowd --address=localhost --port=$(PORT) --backend=auto

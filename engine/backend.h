@@ -136,8 +136,10 @@ class Backend {
   // naming the size when memory runs out. Contents are unspecified.
   virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(int64_t bytes, Stream& stream) = 0;
 
-  // Copies n bytes from host memory `src` into dst[offset, offset + n).
-  // `src` must stay valid until the next Synchronize(stream).
+  // Copies n bytes from host memory `src` into dst[offset, offset + n),
+  // ordered on `stream`. `src` may be reused as soon as the call returns
+  // (the bytes are staged); the copy is complete at the next
+  // Synchronize(stream), and later work on `stream` sees it.
   virtual absl::Status CopyToDevice(const void* src, DeviceBuffer& dst, int64_t offset, int64_t n,
                                     Stream& stream) = 0;
   // Copies src[offset, offset + n) into host memory `dst`, valid after the

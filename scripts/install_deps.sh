@@ -11,6 +11,8 @@ packages=(
   libcivetweb-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
   python3 python3-grpcio python3-protobuf python3-numpy python3-pytest
+  # promtool and a real Prometheus for tests/python/test_observability.py
+  prometheus
 )
 
 missing=()

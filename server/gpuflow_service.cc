@@ -258,8 +258,8 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<v1::U
         !s.ok()) {
       return s;
     }
-    // The next read reuses `request_`, so the copy must be done with it.
-    if (absl::Status s = service_.backend_.Synchronize(stream); !s.ok()) return s;
+    // CopyToDevice has staged the bytes, so the next read may reuse
+    // `request_` while the copy runs.
     received_ += n;
     if (ServerMetrics* metrics = service_.telemetry_.metrics) {
       metrics->AddTransferBytes(TransferDirection::kUpload, n);
@@ -276,6 +276,8 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<v1::U
                        buffer_->size(), " bytes its header announced (dtype ",
                        DTypeName(array_.dtype), ", shape ", array_.shape.ToString(), ")"));
     }
+    // Copy errors surface here, before the array is visible.
+    if (absl::Status s = service_.backend_.Synchronize(session_->stream()); !s.ok()) return s;
     array_.buffer = std::move(buffer_);
     FillArrayInfo(name_, array_, response_);
     return session_->PutArray(name_, std::move(array_), std::move(reservation_));
@@ -456,47 +458,55 @@ void GpuFlowService::ObserveCompiles(RpcMethod method, const std::string& sessio
   }
 }
 
+absl::Status GpuFlowService::ObservedExecute(Session& session, const v1::ExecuteRequest& request,
+                                             v1::ExecuteResponse* response) {
+  absl::Status status = runner_.Execute(session, request, response);
+  if (!status.ok()) return status;
+  const v1::Timings& timings = response->timings();
+  if (telemetry_.metrics != nullptr) {
+    telemetry_.metrics->RecordExecute(timings);
+    telemetry_.metrics->AddTransferBytes(TransferDirection::kDownload, InlineBytes(*response));
+  }
+  if (!timings.plan_cache_hit() && telemetry_.log != nullptr) {
+    telemetry_.log->Debug("plan cache miss", {{"method", "Execute"},
+                                              {"session_label", session.label()},
+                                              {"plan_ms", timings.plan_seconds() * 1e3}});
+  }
+  ObserveCompiles(RpcMethod::kExecute, session.label(), timings.kernels_compiled(),
+                  timings.compile_seconds(), timings.kernel_cache_hits());
+  return status;
+}
+
+absl::Status GpuFlowService::ObservedBenchmark(Session& session,
+                                               const v1::BenchmarkRequest& request,
+                                               v1::BenchmarkResponse* response) {
+  absl::Status status = runner_.Benchmark(session, request, response);
+  if (!status.ok()) return status;
+  // Kernels compile in the first run only.
+  const v1::Timings& first = response->first_run();
+  ObserveCompiles(RpcMethod::kBenchmark, session.label(), first.kernels_compiled(),
+                  first.compile_seconds(), first.kernel_cache_hits());
+  return status;
+}
+
 grpc::ServerUnaryReactor* GpuFlowService::Execute(grpc::CallbackServerContext* context,
                                                   const v1::ExecuteRequest* request,
                                                   v1::ExecuteResponse* response) {
+  auto work = [this, request, response](Session& session) {
+    return ObservedExecute(session, *request, response);
+  };
   return RunOnPool(context, RpcObserver(telemetry_, RpcMethod::kExecute), request->session_id(),
-                   [this, request, response](Session& session) {
-                     absl::Status status = runner_.Execute(session, *request, response);
-                     if (!status.ok()) return status;
-                     const v1::Timings& timings = response->timings();
-                     if (telemetry_.metrics != nullptr) {
-                       telemetry_.metrics->RecordExecute(timings);
-                       telemetry_.metrics->AddTransferBytes(TransferDirection::kDownload,
-                                                            InlineBytes(*response));
-                     }
-                     if (!timings.plan_cache_hit() && telemetry_.log != nullptr) {
-                       telemetry_.log->Debug("plan cache miss",
-                                             {{"method", "Execute"},
-                                              {"session_label", session.label()},
-                                              {"plan_ms", timings.plan_seconds() * 1e3}});
-                     }
-                     ObserveCompiles(RpcMethod::kExecute, session.label(),
-                                     timings.kernels_compiled(), timings.compile_seconds(),
-                                     timings.kernel_cache_hits());
-                     return status;
-                   });
+                   std::move(work));
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::Benchmark(grpc::CallbackServerContext* context,
                                                     const v1::BenchmarkRequest* request,
                                                     v1::BenchmarkResponse* response) {
+  auto work = [this, request, response](Session& session) {
+    return ObservedBenchmark(session, *request, response);
+  };
   return RunOnPool(context, RpcObserver(telemetry_, RpcMethod::kBenchmark), request->session_id(),
-                   [this, request, response](Session& session) {
-                     absl::Status status = runner_.Benchmark(session, *request, response);
-                     // Kernels compile in the first run only.
-                     if (status.ok()) {
-                       ObserveCompiles(RpcMethod::kBenchmark, session.label(),
-                                       response->first_run().kernels_compiled(),
-                                       response->first_run().compile_seconds(),
-                                       response->first_run().kernel_cache_hits());
-                     }
-                     return status;
-                   });
+                   std::move(work));
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::Precompile(grpc::CallbackServerContext* context,

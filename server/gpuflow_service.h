@@ -87,6 +87,11 @@ class GpuFlowService final : public v1::GpuFlow::CallbackService {
   grpc::ServerUnaryReactor* RunOnPool(grpc::CallbackServerContext* context, RpcObserver call,
                                       const std::string& session_id,
                                       std::function<absl::Status(Session&)> work);
+  // The runner's Execute and Benchmark, plus their metrics and debug logs.
+  absl::Status ObservedExecute(Session& session, const v1::ExecuteRequest& request,
+                               v1::ExecuteResponse* response);
+  absl::Status ObservedBenchmark(Session& session, const v1::BenchmarkRequest& request,
+                                 v1::BenchmarkResponse* response);
   // Counts and logs (at debug) kernels a request compiled.
   void ObserveCompiles(RpcMethod method, const std::string& session_label, int kernels,
                        double seconds, int cached);

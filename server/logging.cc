@@ -77,8 +77,7 @@ absl::StatusOr<LogLevel> ParseLogLevel(absl::string_view name) {
 absl::StatusOr<LogFormat> ParseLogFormat(absl::string_view name) {
   if (absl::EqualsIgnoreCase(name, "text")) return LogFormat::kText;
   if (absl::EqualsIgnoreCase(name, "json")) return LogFormat::kJson;
-  return absl::InvalidArgumentError(
-      absl::StrCat("log format '", name, "': expected text or json"));
+  return absl::InvalidArgumentError(absl::StrCat("log format '", name, "': expected text or json"));
 }
 
 std::string JsonQuote(absl::string_view text) {
@@ -122,8 +121,7 @@ Logger::Logger(LoggerOptions options)
 
 std::string Logger::Format(LogLevel level, absl::string_view message,
                            std::initializer_list<LogField> fields) const {
-  const std::string time =
-      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock_(), absl::UTCTimeZone());
+  const std::string time = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock_(), absl::UTCTimeZone());
   const LogFormat format = format_.load();
   std::string line;
   if (format == LogFormat::kJson) {

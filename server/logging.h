@@ -45,7 +45,8 @@ struct LogField {
   using Value = std::variant<std::string, int64_t, double, bool>;
 
   LogField(std::string key, std::string value) : key(std::move(key)), value(std::move(value)) {}
-  LogField(std::string key, absl::string_view value) : key(std::move(key)), value(std::string(value)) {}
+  LogField(std::string key, absl::string_view value)
+      : key(std::move(key)), value(std::string(value)) {}
   LogField(std::string key, const char* value) : key(std::move(key)), value(std::string(value)) {}
   LogField(std::string key, int64_t value) : key(std::move(key)), value(value) {}
   LogField(std::string key, int value) : key(std::move(key)), value(int64_t{value}) {}

@@ -14,9 +14,9 @@ namespace {
 using metrics::Histogram;
 using metrics::MetricType;
 
-constexpr StepKind kStepKinds[] = {StepKind::kElementwise, StepKind::kReduction, StepKind::kScan,
-                                   StepKind::kMatmul,      StepKind::kShape,     StepKind::kCreation,
-                                   StepKind::kCustom};
+constexpr StepKind kStepKinds[] = {
+    StepKind::kElementwise, StepKind::kReduction, StepKind::kScan,  StepKind::kMatmul,
+    StepKind::kShape,       StepKind::kCreation,  StepKind::kCustom};
 static_assert(std::size(kStepKinds) == 7, "ServerMetrics::step_gpu_time_ has one per kind");
 
 // 1, 2.5, 5 per decade from `low` up to and including `high`: fine enough
@@ -160,8 +160,8 @@ void ServerMetrics::AddCollectors(const Backend& backend, const SessionRegistry&
                                   const PlanCache& plans) {
   using metrics::CallbackSink;
   registry_.AddCallback("gpuflow_kernel_compiles_total",
-                        "Kernels compiled by NVRTC since the server started.",
-                        MetricType::kCounter, [&backend](CallbackSink& out) {
+                        "Kernels compiled by NVRTC since the server started.", MetricType::kCounter,
+                        [&backend](CallbackSink& out) {
                           out.Add(static_cast<double>(backend.kernel_cache_stats().compiles));
                         });
   registry_.AddCallback(
@@ -212,29 +212,25 @@ void ServerMetrics::AddCollectors(const Backend& backend, const SessionRegistry&
           out.Add({{"state", "total"}}, static_cast<double>(*stats.device_total_bytes));
         }
       });
-  registry_.AddCallback("gpuflow_session_bytes",
-                        "Bytes held by all sessions' arrays and uploads in progress.",
-                        MetricType::kGauge, [&sessions](CallbackSink& out) {
-                          out.Add(static_cast<double>(sessions.totals().bytes));
-                        });
-  registry_.AddCallback("gpuflow_sessions_active", "Sessions open now.", MetricType::kGauge,
-                        [&sessions](CallbackSink& out) {
-                          out.Add(static_cast<double>(sessions.totals().sessions));
-                        });
+  registry_.AddCallback(
+      "gpuflow_session_bytes", "Bytes held by all sessions' arrays and uploads in progress.",
+      MetricType::kGauge,
+      [&sessions](CallbackSink& out) { out.Add(static_cast<double>(sessions.totals().bytes)); });
+  registry_.AddCallback(
+      "gpuflow_sessions_active", "Sessions open now.", MetricType::kGauge,
+      [&sessions](CallbackSink& out) { out.Add(static_cast<double>(sessions.totals().sessions)); });
   registry_.AddCallback("gpuflow_sessions_expired_total",
                         "Sessions closed by the server because they stayed idle past their TTL.",
                         MetricType::kCounter, [&sessions](CallbackSink& out) {
                           out.Add(static_cast<double>(sessions.expired_total()));
                         });
-  registry_.AddCallback("gpuflow_arrays_active", "Arrays held by all sessions.",
-                        MetricType::kGauge, [&sessions](CallbackSink& out) {
-                          out.Add(static_cast<double>(sessions.totals().arrays));
-                        });
+  registry_.AddCallback(
+      "gpuflow_arrays_active", "Arrays held by all sessions.", MetricType::kGauge,
+      [&sessions](CallbackSink& out) { out.Add(static_cast<double>(sessions.totals().arrays)); });
   registry_.AddCallback("gpuflow_device_healthy",
                         "1 while the backend can run requests, 0 after a sticky device error.",
-                        MetricType::kGauge, [&backend](CallbackSink& out) {
-                          out.Add(backend.healthy() ? 1 : 0);
-                        });
+                        MetricType::kGauge,
+                        [&backend](CallbackSink& out) { out.Add(backend.healthy() ? 1 : 0); });
 }
 
 void ServerMetrics::SetBuildInfo(const BuildInfo& info) {
@@ -261,8 +257,8 @@ void ServerMetrics::RecordRpc(RpcMethod method, grpc::StatusCode code, double se
   }
   metrics::Counter* counter = rpc_count_[m][c].load(std::memory_order_acquire);
   if (counter == nullptr) {
-    counter = &requests_.Add(
-        {{"method", std::string(RpcMethodName(method))}, {"code", std::string(StatusCodeName(code))}});
+    counter = &requests_.Add({{"method", std::string(RpcMethodName(method))},
+                              {"code", std::string(StatusCodeName(code))}});
     rpc_count_[m][c].store(counter, std::memory_order_release);
   }
   counter->Increment();

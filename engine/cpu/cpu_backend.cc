@@ -108,9 +108,9 @@ absl::StatusOr<RunResult> CpuBackend::Run(const ValidatedGraph& graph, const Pla
         inputs.push_back(input_view(node.inputs[i], node.input_types[i]));
       }
       const HostView out{out_type.dtype, out_type.shape, values[n]->data()};
+      // RunNodeOnHost's errors name the node already.
       if (absl::Status status = RunNodeOnHost(node, inputs, out, kernel_options); !status.ok()) {
-        return absl::Status(status.code(), absl::StrCat("node '", node.id, "' (", node.op->name,
-                                                        "): ", status.message()));
+        return status;
       }
     }
     if (options.profile) {

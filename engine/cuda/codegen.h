@@ -78,9 +78,15 @@ struct ReductionKernel {
   int block = 256;
 };
 
-// Empty (no error) when the step is not one this generator handles yet (the
+// Accumulators: floats in double, integers in 64 bits (wrapping), as the CPU
+// reference; var/std by Welford's update and Chan's merge (in double),
+// logsumexp by a running maximum and rescaled sum (in double), argmin/argmax
+// by (value, index) pairs in the input's dtype (first extremum, a NaN first).
+// Empty (no error) when the step is not one this generator handles (the
 // backend then runs it on the host): ops other than sum, prod, min, max,
-// mean, any, all; inputs broadcast inside the step; an empty reduction.
+// mean, any, all, var, std, logsumexp, argmin, argmax; var/std of a
+// non-float compute dtype; inputs broadcast inside the step; an empty
+// reduction.
 absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(
     const ValidatedGraph& graph, const Step& step, const std::string& name = "gf_reduce");
 
@@ -99,6 +105,62 @@ struct SoftmaxKernel {
 };
 absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(
     const ValidatedGraph& graph, const Step& step, const std::string& name = "gf_softmax");
+
+// A scan step (cumsum, cumprod; codegen_scan.cc). The input is seen as
+// `rows` rows of `length` elements `stride` apart (row r starts at
+// (r / stride) * length * stride + r % stride; the flattened array is one
+// row). Accumulators as reductions': floats in double, integers in 64 bits
+// (wrapping), bool in bool. Each row may be cut into `chunks` parts
+// (ScanLaunchFor): then `reduce_name` writes each part's total to a carry
+// buffer (carry[part * rows + row]), `carry_name` (a block per row, CUB
+// BlockScan) turns those into exclusive prefixes, and `name` scans each part
+// from its prefix; with one part, `name` alone runs and the carry buffer is
+// unused. Strategies:
+//  - kBlockRows (contiguous rows longer than kThreadRowMax): a block per
+//    part, tiles of block * items elements, loaded coalesced, arranged by
+//    cub::BlockExchange and scanned by cub::BlockScan with a running prefix;
+//  - kThreadRows (short rows, or strided axes): a thread per part, a
+//    sequential scan; neighbouring threads take neighbouring rows, which
+//    are neighbouring columns (coalesced) when the axis is not the last.
+// Kernel words (every kernel): [in] [out] [carry] [rows] [length] [stride]
+//   [chunks] [chunk (elements per part)].
+struct ScanKernel {
+  enum class Strategy { kBlockRows, kThreadRows };
+  static constexpr int64_t kThreadRowMax = 64;
+  std::string name;         // the scan
+  std::string reduce_name;  // name + "_reduce"
+  std::string carry_name;   // name + "_carry"
+  // `name`'s translation unit (with the device library); CUB only for
+  // kBlockRows.
+  std::string source;
+  // `reduce_name` and `carry_name`'s (includes CUB).
+  std::string split_source;
+  // The kernels alone (kDeviceLibrary + them = source / split_source).
+  std::string kernel_source;
+  std::string split_kernel_source;
+  Strategy strategy = Strategy::kBlockRows;
+  StepInput input;
+  int64_t rows = 0;
+  int64_t length = 0;
+  int64_t stride = 1;
+  int accumulator_bytes = 8;
+  int block = 256;
+  int items = 1;  // per thread and tile (kBlockRows)
+};
+// Empty when the step is not a scan or is empty (the host handles it).
+absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& graph,
+                                                       const Step& step,
+                                                       const std::string& name = "gf_scan");
+
+// How a scan is launched on a device with `sms` multiprocessors. Run and
+// Precompile both use it, so they agree on which kernels exist.
+struct ScanLaunch {
+  int64_t chunks = 1;  // parts per row; above 1 the reduce and carry kernels run first
+  int64_t chunk = 0;   // elements per part
+  int64_t blocks = 1;  // grid of the scan and reduce kernels (1-D)
+  int64_t carry_blocks = 1;
+};
+ScanLaunch ScanLaunchFor(const ScanKernel& k, int64_t sms);
 
 // A custom kernel node (elementwise_kernel, reduction_kernel,
 // codegen_custom.cc) as one generated kernel. Its parameter is an array of

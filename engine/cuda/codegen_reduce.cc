@@ -91,8 +91,8 @@ std::function<std::string(const ValueRef&)> ExprOf(const std::vector<StepInput>&
   };
 }
 
-const char* kReducibleOps[] = {"sum", "prod",   "min", "max",       "mean",   "any",
-                               "all", "var", "std", "logsumexp", "argmin", "argmax"};
+const char* kReducibleOps[] = {"sum", "prod", "min", "max",       "mean",   "any",
+                               "all", "var",  "std", "logsumexp", "argmin", "argmax"};
 
 // A double as an exact CUDA expression.
 std::string DoubleLiteral(double v) {
@@ -183,7 +183,7 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   // too), integers in 64 bits, any/all in int; var/std, logsumexp and
   // argmin/argmax in the device library's structs. `combine` merges `a` and
   // `b`; `push` (when set) adds element `x`, of type `element`, at index `k`
-  // to accumulator `a`.
+  // to accumulator `a` (var/std: with `shift`, element 0 of the output).
   const DType compute = red.type.compute_dtype;
   std::string acc;
   std::string ident;
@@ -197,12 +197,15 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
     acc = "gf::var_acc";
     ident = "gf::var_acc{0.0, 0.0, 0.0}";
     combine = "gf::var_combine(a, b)";
-    push = "gf::var_push(a, x)";
+    // Shifted by the output's first element, so that a mean far from zero
+    // costs no precision (Welford's error grows with mean / deviation).
+    push = "gf::var_push(a, x - shift)";
     element = "double";
     const auto ddof = red.attrs.find("ddof");
-    finish = absl::StrCat("gf::var_finish(acc, (double)R, ",
-                          DoubleLiteral(ddof == red.attrs.end() ? 0.0 : std::get<double>(ddof->second)),
-                          op == "std" ? ", true)" : ", false)");
+    finish =
+        absl::StrCat("gf::var_finish(acc, (double)R, ",
+                     DoubleLiteral(ddof == red.attrs.end() ? 0.0 : std::get<double>(ddof->second)),
+                     op == "std" ? ", true)" : ", false)");
     k.accumulator_bytes = 24;
   } else if (op == "logsumexp") {
     if (!IsFloat(compute)) return std::nullopt;
@@ -224,36 +227,36 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
     element = c;
     finish = "acc.i";
     k.accumulator_bytes = 16;
-  } else if (logical) {
-    acc = "int";
-  } else if (IsFloat(compute) || op == "mean") {
-    acc = "double";
   } else {
-    acc = KindOf(compute) == DTypeKind::kUnsigned ? "u64" : "i64";
-  }
-  if (push.empty()) k.accumulator_bytes = logical ? 4 : 8;
-  if (!push.empty()) {
-    // A struct accumulator: set above.
-  } else if (op == "sum" || op == "mean") {
-    ident = "(" + acc + ")0";
-    combine = "gf::op_add<" + acc + ">(a, b)";
-  } else if (op == "prod") {
-    ident = "(" + acc + ")1";
-    combine = "gf::op_mul<" + acc + ">(a, b)";
-  } else if (op == "min") {
-    ident = acc == "double" ? "__longlong_as_double(0x7ff0000000000000ll)"
-                            : (acc == "u64" ? "~0ull" : "9223372036854775807ll");
-    combine = "gf::op_minimum<" + acc + ">(a, b)";
-  } else if (op == "max") {
-    ident = acc == "double" ? "__longlong_as_double((long long)0xfff0000000000000ull)"
-                            : (acc == "u64" ? "0ull" : "(-9223372036854775807ll - 1)");
-    combine = "gf::op_maximum<" + acc + ">(a, b)";
-  } else if (op == "any") {
-    ident = "0";
-    combine = "(a | b)";
-  } else {  // all
-    ident = "1";
-    combine = "(a & b)";
+    if (logical) {
+      acc = "int";
+    } else if (IsFloat(compute) || op == "mean") {
+      acc = "double";
+    } else {
+      acc = KindOf(compute) == DTypeKind::kUnsigned ? "u64" : "i64";
+    }
+    k.accumulator_bytes = logical ? 4 : 8;
+    if (op == "sum" || op == "mean") {
+      ident = "(" + acc + ")0";
+      combine = "gf::op_add<" + acc + ">(a, b)";
+    } else if (op == "prod") {
+      ident = "(" + acc + ")1";
+      combine = "gf::op_mul<" + acc + ">(a, b)";
+    } else if (op == "min") {
+      ident = acc == "double" ? "__longlong_as_double(0x7ff0000000000000ll)"
+                              : (acc == "u64" ? "~0ull" : "9223372036854775807ll");
+      combine = "gf::op_minimum<" + acc + ">(a, b)";
+    } else if (op == "max") {
+      ident = acc == "double" ? "__longlong_as_double((long long)0xfff0000000000000ull)"
+                              : (acc == "u64" ? "0ull" : "(-9223372036854775807ll - 1)");
+      combine = "gf::op_maximum<" + acc + ">(a, b)";
+    } else if (op == "any") {
+      ident = "0";
+      combine = "(a | b)";
+    } else {  // all
+      ident = "1";
+      combine = "(a & b)";
+    }
   }
   if (op == "mean") finish = "acc / (double)R";
 
@@ -316,10 +319,10 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   } else {
     red_value = ExprOf(k.prologue_inputs, pro_exprs, -1, "")(red_input);
   }
-  const std::string convert =
-      logical ? absl::StrCat("(gf::cv<bool>(", red_value, ") ? 1 : 0)")
-              : absl::StrCat("gf::in<", push.empty() ? acc : element, ", ",
-                             RegisterTypeName(compute), ">(", red_value, ")");
+  const std::string convert = logical
+                                  ? absl::StrCat("(gf::cv<bool>(", red_value, ") ? 1 : 0)")
+                                  : absl::StrCat("gf::in<", push.empty() ? acc : element, ", ",
+                                                 RegisterTypeName(compute), ">(", red_value, ")");
   const std::string add =
       push.empty() ? absl::StrCat("const ", acc, " b = ", convert, "; ACC = ", combine, ";")
                    : absl::StrCat("const ", element, " x = ", convert, "; ACC = ", push, ";");
@@ -331,8 +334,14 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
                         " }\n      }\n");
   };
   // Four independent accumulators keep four loads in flight per thread.
-  const std::string init = absl::StrCat("    ", acc, " acc0 = ", ident, ", acc1 = ", ident,
-                                        ", acc2 = ", ident, ", acc3 = ", ident, ";\n");
+  std::string init;
+  if (op == "var" || op == "std") {
+    init = absl::StrCat("    double shift;\n    {\n      const long long k = 0;\n",
+                        "      long long off = ", offset, ";\n", pro_body,
+                        "      shift = ", convert, ";\n    }\n");
+  }
+  absl::StrAppend(&init, "    ", acc, " acc0 = ", ident, ", acc1 = ", ident, ", acc2 = ", ident,
+                  ", acc3 = ", ident, ";\n");
   const std::string merge = absl::StrCat(
       "    ", acc, " acc;\n    { ", acc, " a = acc0, b = acc1; acc0 = ", combine,
       "; a = acc2; b = acc3; acc2 = ", combine, "; a = acc0; b = acc2; acc = ", combine, "; }\n");

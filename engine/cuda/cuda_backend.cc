@@ -31,14 +31,37 @@ namespace {
 
 // A CUDA stream plus the cuBLAS handle bound to it. Buffers allocated on the
 // stream keep it alive, since they are freed in its order.
+// Pinned host buffers that stage copies between pageable memory and the
+// device, so host-to-device copies are asynchronous DMA (the caller's buffer
+// is free again once the bytes are staged) and device-to-host ones run at
+// pinned speed. A small ring per stream, allocated on first use.
+constexpr int64_t kStagingBytes = int64_t{4} << 20;
+constexpr int kStagingBuffers = 3;
+struct StagingBuffer {
+  void* host = nullptr;
+  cudaEvent_t done = nullptr;  // the last copy from or into `host` finished
+};
+
 struct StreamHandle {
   int device = 0;
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   absl::Mutex blas_mu;
+  absl::Mutex staging_mu;
+  StagingBuffer staging[kStagingBuffers] ABSL_GUARDED_BY(staging_mu);
+  int next_staging ABSL_GUARDED_BY(staging_mu) = 0;
+  bool staging_failed ABSL_GUARDED_BY(staging_mu) = false;
 
   ~StreamHandle() {
     cudaSetDevice(device);
+    {
+      absl::MutexLock lock(&staging_mu);
+      for (StagingBuffer& b : staging) {
+        if (b.done != nullptr) cudaEventSynchronize(b.done);
+        if (b.host != nullptr) cudaFreeHost(b.host);
+        if (b.done != nullptr) cudaEventDestroy(b.done);
+      }
+    }
     if (blas != nullptr) cublasDestroy(blas);
     if (stream != nullptr) {
       if (cudaError_t e = cudaStreamDestroy(stream); e != cudaSuccess) {
@@ -120,6 +143,19 @@ std::string FinalizeKernelName(const ReductionKernel& k, const ReductionGrid& gr
   return k.name + (grid.finalize_by_block ? "_finalize_block" : "_finalize");
 }
 
+// Parts a custom reduction kernel splits its reduced range into (Run and
+// Precompile must agree: above 1, a "_combine" kernel joins the parts).
+int64_t CustomReductionSplits(const CustomKernel& k, int64_t sms) {
+  const int64_t outputs = k.num_elements;
+  int64_t splits = 1;
+  if (outputs < sms * 2 && k.reduced > int64_t{k.block} * 8) {
+    splits = std::min<int64_t>((sms * 4 + outputs - 1) / outputs,
+                               (k.reduced + k.block * 8 - 1) / (k.block * 8));
+    splits = std::clamp<int64_t>(splits, 1, 65535);
+  }
+  return splits;
+}
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const CudaBackendOptions& options, cudaDeviceProp props, cudaMemPool_t pool)
@@ -187,26 +223,84 @@ class CudaBackend final : public Backend {
   }
 
   absl::Status CopyToDevice(const void* src, DeviceBuffer& dst, int64_t offset, int64_t n,
-                            Stream& stream) override {
+                            Stream& base_stream) override {
     if (absl::Status s = CheckCopyRange(dst.size(), offset, n); !s.ok()) return s;
     if (n == 0) return absl::OkStatus();
     GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
-    return Check(
-        cudaMemcpyAsync(static_cast<char*>(static_cast<CudaBuffer&>(dst).data()) + offset, src, n,
-                        cudaMemcpyHostToDevice, static_cast<CudaStream&>(stream).get()),
-        "cudaMemcpyAsync(HostToDevice)");
+    auto& stream = static_cast<CudaStream&>(base_stream);
+    char* const device = static_cast<char*>(static_cast<CudaBuffer&>(dst).data()) + offset;
+    const char* const host = static_cast<const char*>(src);
+    StreamHandle& h = *stream.handle();
+    absl::MutexLock lock(&h.staging_mu);
+    for (int64_t pos = 0; pos < n; pos += kStagingBytes) {
+      const int64_t piece = std::min(kStagingBytes, n - pos);
+      absl::StatusOr<StagingBuffer*> b = NextStagingBuffer(h);
+      if (!b.ok()) return b.status();
+      if (*b == nullptr) {
+        // No pinned memory: copy directly, and wait so `src` is free on return.
+        GPUFLOW_CUDA_RETURN_IF_ERROR(
+            cudaMemcpyAsync(device + pos, host + pos, piece, cudaMemcpyHostToDevice, stream.get()));
+        GPUFLOW_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream.get()));
+        continue;
+      }
+      std::memcpy((*b)->host, host + pos, piece);
+      GPUFLOW_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(device + pos, (*b)->host, piece, cudaMemcpyHostToDevice, stream.get()));
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventRecord((*b)->done, stream.get()));
+    }
+    return absl::OkStatus();
   }
 
   absl::Status CopyToHost(const DeviceBuffer& src, int64_t offset, int64_t n, void* dst,
-                          Stream& stream) override {
+                          Stream& base_stream) override {
     if (absl::Status s = CheckCopyRange(src.size(), offset, n); !s.ok()) return s;
     if (n == 0) return absl::OkStatus();
     GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
-    return Check(
-        cudaMemcpyAsync(
-            dst, static_cast<const char*>(static_cast<const CudaBuffer&>(src).data()) + offset, n,
-            cudaMemcpyDeviceToHost, static_cast<CudaStream&>(stream).get()),
-        "cudaMemcpyAsync(DeviceToHost)");
+    auto& stream = static_cast<CudaStream&>(base_stream);
+    const char* const device =
+        static_cast<const char*>(static_cast<const CudaBuffer&>(src).data()) + offset;
+    char* const host = static_cast<char*>(dst);
+    StreamHandle& h = *stream.handle();
+    absl::MutexLock lock(&h.staging_mu);
+    // Pieces go device -> pinned (DMA) -> dst; the next piece's DMA runs
+    // while this one is copied out.
+    struct Pending {
+      StagingBuffer* buffer;
+      int64_t pos;
+      int64_t size;
+    };
+    std::vector<Pending> pending;
+    auto drain_one = [&]() -> absl::Status {
+      const Pending p = pending.front();
+      pending.erase(pending.begin());
+      if (absl::Status s = Check(cudaEventSynchronize(p.buffer->done), "cudaEventSynchronize");
+          !s.ok()) {
+        return s;
+      }
+      std::memcpy(host + p.pos, p.buffer->host, p.size);
+      return absl::OkStatus();
+    };
+    for (int64_t pos = 0; pos < n; pos += kStagingBytes) {
+      const int64_t piece = std::min(kStagingBytes, n - pos);
+      if (static_cast<int>(pending.size()) == kStagingBuffers - 1) {
+        if (absl::Status s = drain_one(); !s.ok()) return s;
+      }
+      absl::StatusOr<StagingBuffer*> b = NextStagingBuffer(h);
+      if (!b.ok()) return b.status();
+      if (*b == nullptr) {
+        GPUFLOW_CUDA_RETURN_IF_ERROR(
+            cudaMemcpyAsync(host + pos, device + pos, piece, cudaMemcpyDeviceToHost, stream.get()));
+        continue;
+      }
+      GPUFLOW_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync((*b)->host, device + pos, piece, cudaMemcpyDeviceToHost, stream.get()));
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventRecord((*b)->done, stream.get()));
+      pending.push_back({*b, pos, piece});
+    }
+    while (!pending.empty()) {
+      if (absl::Status s = drain_one(); !s.ok()) return s;
+    }
+    return absl::OkStatus();
   }
 
   absl::Status Synchronize(Stream& stream) override {
@@ -225,6 +319,33 @@ class CudaBackend final : public Backend {
   KernelCacheStats kernel_cache_stats() const override;
 
  private:
+  // The next staging buffer of `h`'s ring, once its previous copy is done;
+  // nullptr when pinned memory cannot be had (copies then go direct).
+  absl::StatusOr<StagingBuffer*> NextStagingBuffer(StreamHandle& h)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(h.staging_mu) {
+    if (h.staging_failed) return nullptr;
+    StagingBuffer& b = h.staging[h.next_staging];
+    h.next_staging = (h.next_staging + 1) % kStagingBuffers;
+    if (b.host == nullptr) {
+      if (cudaHostAlloc(&b.host, kStagingBytes, cudaHostAllocDefault) != cudaSuccess) {
+        cudaGetLastError();  // not sticky: clear it
+        b.host = nullptr;
+        h.staging_failed = true;
+        return nullptr;
+      }
+      if (absl::Status s = Check(cudaEventCreateWithFlags(&b.done, cudaEventDisableTiming),
+                                 "cudaEventCreateWithFlags");
+          !s.ok()) {
+        return s;
+      }
+      return &b;
+    }
+    if (absl::Status s = Check(cudaEventSynchronize(b.done), "cudaEventSynchronize"); !s.ok()) {
+      return s;
+    }
+    return &b;
+  }
+
   // Converts an error, marking the backend unhealthy when it is sticky.
   absl::Status Check(cudaError_t error, const char* call) {
     if (error == cudaSuccess) return absl::OkStatus();
@@ -318,6 +439,12 @@ class CudaBackend final : public Backend {
                          dim3(block), args, 0, stream.get()),
         "cudaLaunchKernel");
   }
+  // Runs a cumsum/cumprod step with generated kernels; returns false (and
+  // does nothing) when the generator does not handle it.
+  absl::StatusOr<bool> TryScan(
+      const ValidatedGraph& graph, const Step& step,
+      const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
+      void* out, RunResult& result);
   // Runs a shape step or `full` as strided copies; false (nothing done)
   // when the generator does not handle it.
   absl::StatusOr<bool> TryLayout(
@@ -488,12 +615,7 @@ absl::Status CudaBackend::RunCustom(
   // Reductions: split the reduced range over more blocks when the outputs
   // alone do not fill the GPU.
   const int64_t outputs = k->num_elements;
-  int64_t splits = 1;
-  if (outputs < sms * 2 && k->reduced > int64_t{k->block} * 8) {
-    splits = std::min<int64_t>((sms * 4 + outputs - 1) / outputs,
-                               (k->reduced + k->block * 8 - 1) / (k->block * 8));
-    splits = std::clamp<int64_t>(splits, 1, 65535);
-  }
+  const int64_t splits = CustomReductionSplits(*k, sms);
   const int64_t chunk = (k->reduced + splits - 1) / std::max<int64_t>(splits, 1);
   words[k->splits_slot] = static_cast<uint64_t>(splits);
   words[k->chunk_slot] = static_cast<uint64_t>(std::max<int64_t>(chunk, 1));
@@ -740,6 +862,54 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
   return true;
 }
 
+absl::StatusOr<bool> CudaBackend::TryScan(
+    const ValidatedGraph& graph, const Step& step,
+    const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
+    void* out, RunResult& result) {
+  absl::StatusOr<std::optional<ScanKernel>> scan = GenerateScan(graph, step);
+  if (!scan.ok()) return scan.status();
+  if (!scan->has_value()) return false;
+  const ScanKernel& k = **scan;
+  const ScanLaunch launch = ScanLaunchFor(k, props_.multiProcessorCount);
+  absl::StatusOr<const void*> in = ptr(k.input.ref);
+  if (!in.ok()) return in.status();
+  std::unique_ptr<CudaBuffer> carry;
+  if (launch.chunks > 1) {
+    absl::StatusOr<std::unique_ptr<CudaBuffer>> buffer =
+        AllocateOn(k.rows * launch.chunks * k.accumulator_bytes, stream);
+    if (!buffer.ok()) return buffer.status();
+    carry = *std::move(buffer);
+  }
+  std::vector<uint64_t> words = {reinterpret_cast<uint64_t>(*in),
+                                 reinterpret_cast<uint64_t>(out),
+                                 reinterpret_cast<uint64_t>(carry ? carry->data() : nullptr),
+                                 static_cast<uint64_t>(k.rows),
+                                 static_cast<uint64_t>(k.length),
+                                 static_cast<uint64_t>(k.stride),
+                                 static_cast<uint64_t>(launch.chunks),
+                                 static_cast<uint64_t>(launch.chunk)};
+  if (launch.chunks > 1) {
+    absl::StatusOr<cudaKernel_t> reduce = GetKernel(k.split_source, k.reduce_name, result);
+    if (!reduce.ok()) return reduce.status();
+    if (absl::Status s = Launch(*reduce, launch.blocks, 1, k.block, words, stream); !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<cudaKernel_t> prefixes = GetKernel(k.split_source, k.carry_name, result);
+    if (!prefixes.ok()) return prefixes.status();
+    if (absl::Status s = Launch(*prefixes, launch.carry_blocks, 1, k.block, words, stream);
+        !s.ok()) {
+      return s;
+    }
+  }
+  absl::StatusOr<cudaKernel_t> kernel = GetKernel(k.source, k.name, result);
+  if (!kernel.ok()) return kernel.status();
+  if (absl::Status s = Launch(*kernel, launch.blocks, 1, k.block, words, stream); !s.ok()) {
+    return s;
+  }
+  // `carry` is freed in stream order, after the kernels that use it.
+  return true;
+}
+
 absl::StatusOr<bool> CudaBackend::TryMatmul(const ValidatedNode& node, const void* a, const void* b,
                                             void* out, CudaStream& stream, bool allow_tf32) {
   const ValueType& ta = node.input_types[0];
@@ -920,6 +1090,14 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
                                                               "): ", ran.status().message()));
       }
       on_device = *ran;
+    } else if (step.kind == StepKind::kScan) {
+      absl::StatusOr<bool> ran =
+          TryScan(graph, step, device_ptr, stream, values[step.root]->data(), result);
+      if (!ran.ok()) {
+        return absl::Status(ran.status().code(), absl::StrCat("step ", s, " (", step.description,
+                                                              "): ", ran.status().message()));
+      }
+      on_device = *ran;
     } else if (step.kind == StepKind::kShape ||
                (step.kind == StepKind::kCreation && root.op->name == "full")) {
       absl::StatusOr<bool> ran =
@@ -982,10 +1160,8 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
         std::vector<std::byte>& out = host_nodes[n];
         out.resize(out_type.shape.num_elements() * ItemSize(out_type.dtype));
         const HostView out_view{out_type.dtype, out_type.shape, out.data()};
-        if (absl::Status st = RunNodeOnHost(node, inputs, out_view, {}); !st.ok()) {
-          return absl::Status(st.code(), absl::StrCat("node '", node.id, "' (", node.op->name,
-                                                      "): ", st.message()));
-        }
+        // RunNodeOnHost's errors name the node already.
+        if (absl::Status st = RunNodeOnHost(node, inputs, out_view, {}); !st.ok()) return st;
       }
       const std::vector<std::byte>& root_host = host_nodes[step.root];
       if (!root_host.empty()) {
@@ -1097,6 +1273,51 @@ absl::Status CudaBackend::PrecompileStep(const ValidatedGraph& graph, const Step
     if (!k.ok()) return k.status();
     if (k->num_elements == 0) return absl::OkStatus();  // Run launches nothing
     return GetKernel(k->source, k->name, counts).status();
+  }
+  if (step.kind == StepKind::kScan) {
+    absl::StatusOr<std::optional<ScanKernel>> scan = GenerateScan(graph, step);
+    if (!scan.ok()) return scan.status();
+    if (!scan->has_value()) return absl::OkStatus();  // runs on the host
+    const ScanKernel& k = **scan;
+    if (ScanLaunchFor(k, props_.multiProcessorCount).chunks > 1) {
+      if (absl::Status s = GetKernel(k.split_source, k.reduce_name, counts).status(); !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = GetKernel(k.split_source, k.carry_name, counts).status(); !s.ok()) {
+        return s;
+      }
+    }
+    return GetKernel(k.source, k.name, counts).status();
+  }
+  const ValidatedNode& root = graph.nodes[step.root];
+  if (step.kind == StepKind::kShape ||
+      (step.kind == StepKind::kCreation && root.op->name == "full")) {
+    absl::StatusOr<std::optional<std::vector<LayoutCopy>>> copies =
+        GenerateLayoutCopies(graph, step);
+    if (!copies.ok()) return copies.status();
+    if (!copies->has_value()) return absl::OkStatus();  // runs on the host
+    for (const LayoutCopy& c : **copies) {
+      if (c.num_elements == 0 || c.memcpy) continue;  // Run launches nothing
+      if (absl::Status s = GetKernel(c.source, c.name, counts).status(); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  if (step.kind == StepKind::kCustom) {
+    if (root.op->name == "raw_kernel") {
+      return GetKernel(std::get<std::string>(root.attrs.at("code")),
+                       std::get<std::string>(root.attrs.at("name")), counts,
+                       std::get<std::vector<std::string>>(root.attrs.at("options")))
+          .status();
+    }
+    absl::StatusOr<CustomKernel> k = GenerateCustomKernel(graph, step.root);
+    if (!k.ok()) return k.status();
+    if (k->num_elements == 0) return absl::OkStatus();  // Run launches nothing
+    if (absl::Status s = GetKernel(k->source, k->name, counts).status(); !s.ok()) return s;
+    if (root.op->name != "reduction_kernel" ||
+        CustomReductionSplits(*k, props_.multiProcessorCount) == 1) {
+      return absl::OkStatus();
+    }
+    return GetKernel(k->source, k->name + "_combine", counts).status();
   }
   if (step.kind != StepKind::kReduction) return absl::OkStatus();  // cuBLAS or the host
   absl::StatusOr<std::optional<SoftmaxKernel>> softmax = GenerateSoftmax(graph, step);

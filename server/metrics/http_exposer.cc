@@ -2,19 +2,26 @@
 
 #include <civetweb.h>
 #include <dlfcn.h>
+#include <netdb.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <cstddef>
+#include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "server/metrics/text_format.h"
 
 // Debian's libcivetweb is built with USE_STACK_SIZE=102400: every thread it
@@ -40,21 +47,38 @@ namespace {
 
 constexpr char kIndex[] = "gpuflowd metrics: GET /metrics (Prometheus text format 0.0.4)\n";
 
-// civetweb's listening_ports entry for the address, or an error.
-absl::StatusOr<std::string> ListeningPort(const HttpExposerOptions& options) {
+// The host part of civetweb's listening_ports entry, or an error.
+absl::StatusOr<std::string> ListeningHost(const HttpExposerOptions& options) {
   if (options.port < 0 || options.port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics port ", options.port, " is outside [0, 65535]"));
   }
-  std::string address = std::string(absl::StripAsciiWhitespace(options.address));
-  if (address.empty() || address == "::" || address == "[::]") address = "0.0.0.0";
-  if (absl::StrContains(address, ':')) {
+  std::string host = std::string(absl::StripAsciiWhitespace(options.address));
+  if (host.empty() || host == "::" || host == "[::]") host = "0.0.0.0";
+  if (absl::StrContains(host, ':')) {
     return absl::InvalidArgumentError(absl::StrCat(
         "metrics address '", options.address,
         "': IPv6 addresses are not supported (civetweb here has no IPv6); give an IPv4 "
         "address, a host name or 0.0.0.0"));
   }
-  return absl::StrCat(address, ":", options.port);
+  return host;
+}
+
+// Opens and closes a TCP connection to host:port (IPv4), ignoring failures.
+void Knock(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), absl::StrCat(port).c_str(), &hints, &found) != 0) return;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const bool connected = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+    close(fd);
+    if (connected) break;
+  }
+  freeaddrinfo(found);
 }
 
 bool IsGetOrHead(mg_connection* connection, bool* head) {
@@ -86,16 +110,17 @@ int QuietLog(const mg_connection* /*connection*/, const char* /*message*/) { ret
 
 absl::StatusOr<std::unique_ptr<HttpExposer>> HttpExposer::Start(
     const HttpExposerOptions& options, std::vector<const Collectable*> collectables) {
-  absl::StatusOr<std::string> listening = ListeningPort(options);
-  if (!listening.ok()) return listening.status();
+  absl::StatusOr<std::string> host = ListeningHost(options);
+  if (!host.ok()) return host.status();
+  const std::string listening = absl::StrCat(*host, ":", options.port);
   static std::once_flag init_once;
   std::call_once(init_once, [] { mg_init_library(0); });
 
   auto exposer = std::unique_ptr<HttpExposer>(new HttpExposer(std::move(collectables)));
   const std::string threads = absl::StrCat(options.threads < 1 ? 1 : options.threads);
   const char* configuration[] = {
-      "listening_ports",    listening->c_str(), "num_threads", threads.c_str(),
-      "request_timeout_ms", "10000",            nullptr};
+      "listening_ports",    listening.c_str(), "num_threads", threads.c_str(),
+      "request_timeout_ms", "10000",           nullptr};
   mg_callbacks callbacks;
   std::memset(&callbacks, 0, sizeof(callbacks));
   callbacks.log_message = QuietLog;
@@ -104,7 +129,7 @@ absl::StatusOr<std::unique_ptr<HttpExposer>> HttpExposer::Start(
   mg_error_data error{nullptr, error_text, sizeof(error_text)};
   exposer->context_ = mg_start2(&init, &error);
   if (exposer->context_ == nullptr) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", *listening, ": ",
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listening, ": ",
                                                error_text[0] != 0 ? error_text : "civetweb failed",
                                                " (address in use, or not local?)"));
   }
@@ -113,11 +138,24 @@ absl::StatusOr<std::unique_ptr<HttpExposer>> HttpExposer::Start(
   mg_set_request_handler(exposer->context_, "/$", &HttpExposer::HandleOther, exposer.get());
   mg_server_port port{};
   if (mg_get_server_ports(exposer->context_, 1, &port) == 1) exposer->port_ = port.port;
+  exposer->wake_host_ = *host == "0.0.0.0" ? "127.0.0.1" : *host;
   return exposer;
 }
 
 HttpExposer::~HttpExposer() {
-  if (context_ != nullptr) mg_stop(context_);
+  if (context_ == nullptr) return;
+  // civetweb's master thread polls its listening socket with a 2 s timeout
+  // and only then sees the stop flag; a connection wakes it at once.
+  std::atomic<bool> stopped{false};
+  std::thread waker([&] {
+    while (!stopped.load()) {
+      Knock(wake_host_, port_);
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  });
+  mg_stop(context_);
+  stopped.store(true);
+  waker.join();
 }
 
 std::string HttpExposer::Scrape() const {

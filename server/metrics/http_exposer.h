@@ -66,6 +66,8 @@ class HttpExposer {
   const std::vector<const Collectable*> collectables_;
   mg_context* context_ = nullptr;
   int port_ = 0;
+  // Where the destructor connects to wake civetweb up.
+  std::string wake_host_;
 };
 
 }  // namespace gpuflow::metrics

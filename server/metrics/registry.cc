@@ -100,9 +100,8 @@ Sample Histogram::Snapshot() const {
   uint64_t cumulative = 0;
   for (size_t i = 0; i <= bounds_.size(); ++i) {
     cumulative += counts_[i].load(std::memory_order_relaxed);
-    sample.buckets.push_back({i < bounds_.size() ? bounds_[i]
-                                                 : std::numeric_limits<double>::infinity(),
-                              cumulative});
+    sample.buckets.push_back(
+        {i < bounds_.size() ? bounds_[i] : std::numeric_limits<double>::infinity(), cumulative});
   }
   sample.sample_count = cumulative;
   sample.sample_sum = sum_.load(std::memory_order_relaxed);
@@ -162,8 +161,8 @@ void Registry::Register(std::unique_ptr<internal::FamilyBase> family) {
 }
 
 Family<Counter>& Registry::AddCounter(std::string name, std::string help) {
-  auto family = std::make_unique<Family<Counter>>(std::move(name), std::move(help),
-                                                  MetricType::kCounter);
+  auto family =
+      std::make_unique<Family<Counter>>(std::move(name), std::move(help), MetricType::kCounter);
   Family<Counter>& ref = *family;
   Register(std::move(family));
   return ref;
@@ -190,8 +189,8 @@ Family<Histogram>& Registry::AddHistogram(std::string name, std::string help,
 void Registry::AddCallback(std::string name, std::string help, MetricType type,
                            CollectCallback collect) {
   if (type == MetricType::kHistogram) Die("callback families are counters or gauges");
-  Register(std::make_unique<CallbackFamily>(std::move(name), std::move(help), type,
-                                            std::move(collect)));
+  Register(
+      std::make_unique<CallbackFamily>(std::move(name), std::move(help), type, std::move(collect)));
 }
 
 std::vector<MetricFamily> Registry::Collect() const {

@@ -22,13 +22,15 @@ let port;
 let dir;
 
 // Starts gpuflowd on a free loopback port (--port=0, --port_file) with the
-// CPU backend and waits for it to serve.
+// CPU backend and no metrics endpoint (its fixed port could be taken), and
+// waits for it to serve.
 before(async () => {
   assert.ok(fs.existsSync(SERVER_BIN), `gpuflowd not found at ${SERVER_BIN}: build it first (make build)`);
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpuflow-node-'));
   const portFile = path.join(dir, 'port');
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GPUFLOW_')));
-  server = spawn(SERVER_BIN, ['--address=127.0.0.1', '--port=0', `--port_file=${portFile}`, '--backend=cpu'],
+  server = spawn(SERVER_BIN, ['--address=127.0.0.1', '--port=0', `--port_file=${portFile}`, '--backend=cpu',
+    '--metrics_port=0'],
     { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   server.stderr.on('data', (data) => { log += data; });

@@ -7,6 +7,7 @@ The binary is build/bin/gpuflow, or gpuflow beside $GPUFLOW_SERVER_BIN.
 import json
 import os
 import pathlib
+import re
 import subprocess
 
 import numpy as np
@@ -178,3 +179,26 @@ def test_errors_exit_1_with_the_code_and_usage_exits_2(cli, tmp_path):
     proc = cli("run", "bad.json", check=False)
     assert proc.returncode == 1
     assert "INVALID_ARGUMENT: bad.json:2:27: expected a quoted member name" in proc.stderr
+
+
+def test_readme_shell_example_runs(cli, server, tmp_path):
+    """The README's shell example, with docs/graph_json.md's first graph as
+    graph.json, runs as typed."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Use it from the shell"):]
+    script = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    graph = re.search(r"```json\n(.*?)```", (ROOT / "docs" / "graph_json.md").read_text(), re.S)
+    (tmp_path / "graph.json").write_text(graph.group(1))
+    x = np.linspace(-2, 2, 5, dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUFLOW_")}
+    env["GPUFLOW_TARGET"] = server.target
+    proc = subprocess.run(
+        ["bash", "-euc", script.replace("build/bin/gpuflow", cli_binary())],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "y: float32[5]\n[2.236068, 1.4142135, 1.0, 1.4142135, 2.236068]\n" in proc.stdout
+    assert np.array_equal(np.load(tmp_path / "y.npy"), np.sqrt(x * x + 1))
+    assert "graph               :    CPU:" in proc.stdout
+    assert "closed " in proc.stdout

@@ -41,9 +41,9 @@ class HealthMonitorTest : public ::testing::Test {
  protected:
   void StartServer(absl::Duration interval) {
     grpc::EnableDefaultHealthCheckService(true);
-    health_ = std::make_unique<HealthMonitor>(
-        backend_, std::vector<std::string>{"", "gpuflow.v1.GpuFlow"},
-        HealthMonitorOptions{.interval = interval});
+    health_ = std::make_unique<HealthMonitor>(backend_,
+                                              std::vector<std::string>{"", "gpuflow.v1.GpuFlow"},
+                                              HealthMonitorOptions{.interval = interval});
     service_ = std::make_unique<GpuFlowService>(
         backend_, sessions_, plans_, runner_, pool_, ServiceOptions{},
         Telemetry{.metrics = &metrics_, .health = health_.get()});
@@ -54,8 +54,8 @@ class HealthMonitorTest : public ::testing::Test {
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     health_->Start(server_->GetHealthCheckService());
-    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                   grpc::InsecureChannelCredentials());
+    channel_ =
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
     stub_ = v1::GpuFlow::NewStub(channel_);
   }
 

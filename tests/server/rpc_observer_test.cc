@@ -39,7 +39,8 @@ TEST_F(RpcObserverTest, FinishCountsTimesAndLogsOneLine) {
   call.set_session_label("nightly job");
   const grpc::Status status = call.Finish(absl::OkStatus());
   EXPECT_TRUE(status.ok());
-  EXPECT_THAT(Scrape(), HasSubstr("gpuflow_rpc_requests_total{code=\"OK\",method=\"Execute\"} 1\n"));
+  EXPECT_THAT(Scrape(),
+              HasSubstr("gpuflow_rpc_requests_total{code=\"OK\",method=\"Execute\"} 1\n"));
   EXPECT_THAT(Scrape(), HasSubstr("gpuflow_rpc_duration_seconds_count{method=\"Execute\"} 1\n"));
   ASSERT_THAT(lines_, SizeIs(1));
   EXPECT_THAT(lines_[0], MatchesRegex(".* gpuflowd: rpc method=Execute session_label=\"nightly "

@@ -30,14 +30,13 @@ class ServerMetricsTest : public ::testing::Test {
 
 TEST_F(ServerMetricsTest, HotPathSeriesStartAtZero) {
   const std::string text = Scrape();
-  for (const char* method :
-       {"GetServerInfo", "CreateSession", "CloseSession", "KeepAlive", "UploadArray",
-        "DownloadArray", "ListArrays", "GetArrayInfo", "DeleteArray", "Execute", "Benchmark",
-        "Precompile"}) {
+  for (const char* method : {"GetServerInfo", "CreateSession", "CloseSession", "KeepAlive",
+                             "UploadArray", "DownloadArray", "ListArrays", "GetArrayInfo",
+                             "DeleteArray", "Execute", "Benchmark", "Precompile"}) {
     EXPECT_THAT(text, HasSubstr(absl::StrCat("gpuflow_rpc_requests_total{code=\"OK\",method=\"",
                                              method, "\"} 0\n")));
-    EXPECT_THAT(text, HasSubstr(absl::StrCat("gpuflow_rpc_duration_seconds_count{method=\"",
-                                             method, "\"} 0\n")));
+    EXPECT_THAT(text, HasSubstr(absl::StrCat("gpuflow_rpc_duration_seconds_count{method=\"", method,
+                                             "\"} 0\n")));
   }
   for (const char* phase : {"validate", "plan", "compile", "launch", "gpu", "transfer"}) {
     EXPECT_THAT(text, HasSubstr(absl::StrCat("gpuflow_execute_phase_seconds_count{phase=\"", phase,
@@ -45,8 +44,8 @@ TEST_F(ServerMetricsTest, HotPathSeriesStartAtZero) {
   }
   for (const char* step :
        {"elementwise", "reduction", "matmul", "scan", "custom", "copy", "creation"}) {
-    EXPECT_THAT(text, HasSubstr(absl::StrCat("gpuflow_gpu_time_seconds_count{step=\"", step,
-                                             "\"} 0\n")));
+    EXPECT_THAT(text,
+                HasSubstr(absl::StrCat("gpuflow_gpu_time_seconds_count{step=\"", step, "\"} 0\n")));
   }
   EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compile_seconds_count 0\n"));
   EXPECT_THAT(text, HasSubstr("gpuflow_transfer_bytes_total{direction=\"upload\"} 0\n"));

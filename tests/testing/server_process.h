@@ -4,9 +4,9 @@
 //                        ServerProcess::Start(GPUFLOW_SERVER_BIN, {"--backend=cpu"}));
 //   auto client = client::Client::Connect(server->address());
 //
-// The server listens on 127.0.0.1 on a free port (--port=0 --port_file);
-// the destructor kills it (SIGKILL) if it still runs. An IP address on both
-// sides keeps DNS (c-ares, which leaks a few bytes that LeakSanitizer
+// The server listens on 127.0.0.1 on a free port (--port=0 --port_file),
+// without a metrics endpoint (--metrics_port=0); the destructor kills it (SIGKILL) if it still
+// runs. An IP address on both sides keeps DNS (c-ares, which leaks a few bytes that LeakSanitizer
 // reports) out of the tests.
 #ifndef GPUFLOW_TESTS_TESTING_SERVER_PROCESS_H_
 #define GPUFLOW_TESTS_TESTING_SERVER_PROCESS_H_
@@ -54,8 +54,10 @@ class ServerProcess {
     server->dir_ = dir_template;
     const std::string port_file = server->dir_ + "/port";
 
+    // No metrics endpoint: its fixed default port would collide between
+    // servers (a later --metrics_port in `args` wins).
     std::vector<std::string> argv_strings = {binary, "--address=127.0.0.1", "--port=0",
-                                             "--port_file=" + port_file};
+                                             "--port_file=" + port_file, "--metrics_port=0"};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
     std::vector<std::string> env_strings;
     for (char** e = environ; *e != nullptr; ++e) {

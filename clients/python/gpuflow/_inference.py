@@ -19,6 +19,9 @@ import operator
 
 import numpy as np
 
+# numpy.exceptions.AxisError in NumPy >= 1.25 (numpy.AxisError is gone in 2.x).
+AxisError = np.exceptions.AxisError if hasattr(np, "exceptions") else np.AxisError
+
 INT64_MAX = (1 << 63) - 1
 INT64_MIN = -(1 << 63)
 
@@ -220,7 +223,7 @@ def broadcast_shapes(*shapes):
 def normalize_axis(axis, rank):
     axis = operator.index(axis)
     if axis < -rank or axis >= rank:
-        raise np.AxisError(axis, rank)
+        raise AxisError(axis, rank)
     return axis + rank if axis < 0 else axis
 
 

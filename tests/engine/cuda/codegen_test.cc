@@ -3,8 +3,10 @@
 // few NVRTC programs (one per input dtype) to keep the compile time down.
 #include "engine/cuda/codegen.h"
 
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/cuda/device_library.h"
@@ -185,14 +187,147 @@ TEST(CodegenTest, ReductionStrategiesFollowTheLayout) {
   EXPECT_EQ(strategy({4, 1, 6}, {0, 1}), S::kOuter);  // size-1 dims do not count
 }
 
-TEST(CodegenTest, UnsupportedReductionsFallBack) {
+TEST(CodegenTest, EmptyReductionsFallBack) {
   Graph g;
-  g.nodes.push_back(MakeNode("r", "argmax", {Input::Array("x")}));
-  auto prepared = Prepare(g, DType::kFloat32, {4, 5}, {});
+  Node r = MakeNode("r", "sum", {Input::Array("x")});
+  r.attrs["axes"] = std::vector<int64_t>{1};
+  g.nodes.push_back(r);
+  auto prepared = Prepare(g, DType::kFloat32, {4, 0}, {});
   ASSERT_TRUE(prepared);
   auto k = GenerateReduction(prepared->first, prepared->second->steps[0]);
   ASSERT_TRUE(k.ok());
   EXPECT_FALSE(k->has_value());
+}
+
+// Generates reduction `op` of x (6, 7, 9) into `program`: over `axes`
+// (argmin/argmax: the first; absent: everything), with a fused prologue and
+// epilogue when `fused`. Returns the strategy.
+ReductionKernel::Strategy AddReduction(const char* op, DType dtype,
+                                       std::optional<std::vector<int64_t>> axes, bool fused,
+                                       int* kernels, std::string* program) {
+  Graph g;
+  if (fused) g.nodes.push_back(MakeNode("a", "abs", {Input::Array("x")}));
+  Node r = MakeNode("r", op, {fused ? Input::Node("a") : Input::Array("x")});
+  const bool arg = std::string(op) == "argmin" || std::string(op) == "argmax";
+  if (axes.has_value()) {
+    if (arg) {
+      r.attrs["axis"] = (*axes)[0];
+    } else {
+      r.attrs["axes"] = *axes;
+    }
+  }
+  if (std::string(op) == "std") r.attrs["ddof"] = 1.5;
+  g.nodes.push_back(r);
+  if (fused) {
+    g.nodes.push_back(MakeNode("e", "mul", {Input::Node("r"), Input::FromScalar(Scalar::Int(2))}));
+  }
+  auto prepared = Prepare(g, dtype, {6, 7, 9}, {});
+  EXPECT_TRUE(prepared) << op << " " << DTypeName(dtype);
+  if (!prepared) return ReductionKernel::Strategy::kInner;
+  EXPECT_EQ(prepared->second->steps.size(), 1u) << op;
+  auto k = GenerateReduction(prepared->first, prepared->second->steps[0],
+                             "r" + std::to_string((*kernels)++));
+  EXPECT_TRUE(k.ok()) << k.status();
+  EXPECT_TRUE(k.ok() && k->has_value()) << op << " " << DTypeName(dtype);
+  if (!k.ok() || !k->has_value()) return ReductionKernel::Strategy::kInner;
+  *program += (*k)->kernel_source;
+  return (*k)->strategy;
+}
+
+void ExpectCompilesForSm90(const std::string& program, const std::string& name) {
+  CompileOptions options;
+  options.arch = 90;
+  absl::StatusOr<CompiledModule> module = CompileToCubin(program, name, options);
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_GT(module->cubin.size(), 0u);
+}
+
+using Strategy = ReductionKernel::Strategy;
+constexpr Strategy kStrategies[] = {Strategy::kInner, Strategy::kOuter, Strategy::kGeneral};
+
+// argmax for every dtype, argmin for one of each compare class (bool, i64,
+// u64, float, double; it differs from argmax only in a template argument),
+// with a fused prologue and epilogue (general strategy, and the splits'
+// finalize kernels), and the inner and outer strategies. One NVRTC program
+// (CUB is heavy).
+TEST(CodegenTest, ArgReductionsCompileForSm90) {
+  std::string program = kDeviceLibrary;
+  int kernels = 0;
+  const std::set<DType> argmin_dtypes = {DType::kBool, DType::kInt8, DType::kUInt64,
+                                         DType::kBFloat16, DType::kFloat64};
+  for (const char* op : {"argmin", "argmax"}) {
+    std::set<Strategy> strategies;
+    for (const DTypeInfo& info : AllDTypes()) {
+      if (std::string(op) == "argmin" && !argmin_dtypes.contains(info.dtype)) continue;
+      strategies.insert(
+          AddReduction(op, info.dtype, std::vector<int64_t>{1}, true, &kernels, &program));
+    }
+    strategies.insert(AddReduction(op, DType::kFloat32, std::nullopt, false, &kernels, &program));
+    strategies.insert(
+        AddReduction(op, DType::kInt16, std::vector<int64_t>{0}, false, &kernels, &program));
+    for (Strategy s : kStrategies) EXPECT_TRUE(strategies.contains(s)) << op;
+  }
+  ExpectCompilesForSm90(program, "arg_reductions.cu");
+  EXPECT_EQ(kernels, 5 + 13 + 2 * 2);
+}
+
+// var and logsumexp for the float dtypes, bool and an integer of each
+// signedness; std (var but its square root) for two. The accumulator is the
+// same double struct whatever the dtype; only the load's conversion differs,
+// and mean's test covers those for every dtype. Each with a fused prologue
+// and epilogue over two axes (general); every strategy of var and
+// logsumexp. One NVRTC program.
+TEST(CodegenTest, StatisticReductionsCompileForSm90) {
+  std::string program = kDeviceLibrary;
+  int kernels = 0;
+  for (const char* op : {"var", "logsumexp"}) {
+    for (DType dtype : {DType::kBool, DType::kInt8, DType::kUInt32, DType::kFloat16,
+                        DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+      AddReduction(op, dtype, std::vector<int64_t>{0, 2}, true, &kernels, &program);
+    }
+  }
+  for (DType dtype : {DType::kFloat16, DType::kFloat64}) {
+    AddReduction("std", dtype, std::vector<int64_t>{0, 2}, true, &kernels, &program);
+  }
+  for (const char* op : {"var", "logsumexp"}) {
+    std::set<Strategy> strategies = {Strategy::kGeneral};
+    strategies.insert(AddReduction(op, DType::kFloat32, std::nullopt, false, &kernels, &program));
+    strategies.insert(
+        AddReduction(op, DType::kFloat32, std::vector<int64_t>{0}, false, &kernels, &program));
+    for (Strategy s : kStrategies) EXPECT_TRUE(strategies.contains(s)) << op;
+  }
+  ExpectCompilesForSm90(program, "statistic_reductions.cu");
+  EXPECT_EQ(kernels, 2 * 7 + 2 + 2 * 2);
+}
+
+TEST(CodegenTest, StatisticAndArgReductionsUseTheirAccumulators) {
+  auto generate = [](const char* op, DType dtype, double ddof) {
+    Graph g;
+    Node r = MakeNode("r", op, {Input::Array("x")});
+    if (ddof != 0) r.attrs["ddof"] = ddof;
+    g.nodes.push_back(r);
+    auto prepared = Prepare(g, dtype, {5, 8}, {});
+    auto k = GenerateReduction(prepared->first, prepared->second->steps[0]);
+    EXPECT_TRUE(k.ok() && k->has_value()) << op;
+    return **k;
+  };
+  const ReductionKernel var = generate("var", DType::kFloat32, 0.5);
+  EXPECT_EQ(var.accumulator_bytes, 24);
+  EXPECT_THAT(var.kernel_source, HasSubstr("gf::var_push"));
+  // ddof 0.5 exactly, as its bits.
+  EXPECT_THAT(var.kernel_source, HasSubstr("0x3fe0000000000000ull"));
+  EXPECT_THAT(generate("std", DType::kFloat16, 0).kernel_source, HasSubstr(", true)"));
+  EXPECT_THAT(generate("logsumexp", DType::kInt8, 0).kernel_source, HasSubstr("gf::lse_push"));
+  // argmax compares in the input's dtype: float16 in float, integers in 64 bits.
+  EXPECT_THAT(generate("argmax", DType::kFloat16, 0).kernel_source,
+              HasSubstr("gf::arg_push<float, true>"));
+  EXPECT_THAT(generate("argmin", DType::kUInt32, 0).kernel_source,
+              HasSubstr("gf::arg_push<u64, false>"));
+  EXPECT_EQ(generate("argmin", DType::kBool, 0).accumulator_bytes, 16);
+  // The flattened argmax reduces every element into one output.
+  const ReductionKernel flat = generate("argmax", DType::kInt32, 0);
+  EXPECT_EQ(flat.outputs, 1);
+  EXPECT_EQ(flat.reduced, 40);
 }
 
 TEST(CodegenTest, ContiguousChainsUseSixteenByteVectors) {

@@ -27,3 +27,7 @@ if(GPUFLOW_WITH_CUDA)
   gpuflow_test(codegen_layout_test SRCS engine/cuda/codegen_layout_test.cc
                DEPS gpuflow::cuda gpuflow::plan gpuflow::ir gpuflow::testing)
 endif()
+if(GPUFLOW_WITH_CUDA)
+  gpuflow_test(codegen_scan_test SRCS engine/cuda/codegen_scan_test.cc
+               DEPS gpuflow::cuda gpuflow::plan gpuflow::ir)
+endif()

@@ -44,8 +44,9 @@ std::string HttpExchange(int port, const std::string& request) {
 }
 
 std::string Get(int port, const std::string& method, const std::string& path) {
-  return HttpExchange(port, absl::StrCat(method, " ", path,
-                                         " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+  return HttpExchange(
+      port,
+      absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
 }
 
 class HttpExposerTest : public ::testing::Test {

@@ -1,0 +1,229 @@
+// Scan kernels: cumsum and cumprod (see codegen.h).
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "engine/cuda/codegen.h"
+#include "engine/cuda/codegen_internal.h"
+#include "engine/cuda/device_library.h"
+
+namespace gpuflow::cuda {
+
+namespace {
+
+using internal::RegisterTypeName;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The accumulator type of a scan's compute dtype (the reference's compute
+// classes, floats in double).
+const char* ScanAccumulator(DType compute) {
+  switch (KindOf(compute)) {
+    case DTypeKind::kBool:
+      return "bool";
+    case DTypeKind::kSigned:
+      return "i64";
+    case DTypeKind::kUnsigned:
+      return "u64";
+    case DTypeKind::kFloat:
+      return "double";
+  }
+  return "double";
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& graph,
+                                                       const Step& step, const std::string& name) {
+  if (step.kind != StepKind::kScan || step.root < 0) return std::nullopt;
+  const ValidatedNode& node = graph.nodes[step.root];
+  const std::string& op = node.op->name;
+  if (op != "cumsum" && op != "cumprod") return std::nullopt;
+  const ValueType& in_type = node.input_types[0];
+  const Shape& shape = in_type.shape;
+  const int64_t n = shape.num_elements();
+  if (n == 0) return std::nullopt;
+
+  ScanKernel k;
+  k.name = name;
+  k.reduce_name = name + "_reduce";
+  k.carry_name = name + "_carry";
+  k.input = StepInput{node.inputs[0], in_type, false};
+  if (auto it = node.attrs.find("axis"); it != node.attrs.end()) {
+    const int axis = static_cast<int>(std::get<int64_t>(it->second));
+    k.length = shape.dim(axis);
+    k.stride = 1;
+    for (int d = axis + 1; d < shape.rank(); ++d) k.stride *= shape.dim(d);
+    k.rows = n / k.length;
+  } else {
+    k.rows = 1;
+    k.length = n;
+    k.stride = 1;
+  }
+  if (k.stride == 1 && k.length > ScanKernel::kThreadRowMax) {
+    k.strategy = ScanKernel::Strategy::kBlockRows;
+    // Short rows waste fewer threads with fewer items per thread.
+    k.items = k.length <= 256 ? 1 : (k.length <= 512 ? 2 : (k.length <= 1024 ? 4 : 8));
+  } else {
+    k.strategy = ScanKernel::Strategy::kThreadRows;
+  }
+
+  const DType compute = node.type.compute_dtype;
+  const std::string acc = ScanAccumulator(compute);
+  k.accumulator_bytes = acc == "bool" ? 1 : 8;
+  const bool prod = op == "cumprod";
+  const std::string ident = absl::StrCat("(", acc, ")", prod ? "1" : "0");
+  const std::string in_t = StorageTypeName(in_type.dtype);
+  const std::string out_t = StorageTypeName(node.type.output.dtype);
+  // gf::in converts to the compute dtype (rounding or wrapping as the
+  // reference does), then to the accumulator.
+  const std::string load =
+      absl::StrCat("gf::in<", acc, ", ", RegisterTypeName(compute), ">(in[OFF])");
+  auto load_at = [&](const std::string& off) { return absl::StrReplaceAll(load, {{"OFF", off}}); };
+
+  const std::string b = absl::StrCat(k.block);
+  // Guarded, so that a test can batch both translation units in one program.
+  std::string common = absl::StrCat(
+      "#ifndef ", name, "_COMMON\n#define ", name, "_COMMON\n", "struct ", name,
+      "_args { unsigned long long w[8]; };\n", "struct ", name, "_op { __device__ __forceinline__ ",
+      acc, " operator()(const ", acc, "& a, const ", acc,
+      "& b) const { return gf::", prod ? "op_mul" : "op_add", "<", acc, ">(a, b); } };\n",
+      // The running prefix of a block's tiles (CUB calls it from warp 0 with
+      // each tile's total; lane 0's answer is the tile's prefix).
+      "struct ", name, "_prefix {\n  ", acc, " running;\n  __device__ __forceinline__ ", acc,
+      " operator()(const ", acc, "& total) {\n    const ", acc, " before = running;\n",
+      "    running = ", name, "_op()(running, total);\n    return before;\n  }\n};\n#endif\n");
+  const std::string decl = absl::StrCat(
+      "  const ", in_t, "* __restrict__ in = (const ", in_t, "*)p.w[0];\n", "  ", out_t,
+      "* __restrict__ out = (", out_t, "*)p.w[1];\n", "  ", acc, "* __restrict__ carry = (", acc,
+      "*)p.w[2];\n", "  const long long R = (long long)p.w[3];\n",
+      "  const long long L = (long long)p.w[4];\n", "  const long long S = (long long)p.w[5];\n",
+      "  const long long chunks = (long long)p.w[6];\n",
+      "  const long long chunk = (long long)p.w[7];\n");
+  auto head = [&](const std::string& kernel) {
+    return absl::StrCat("extern \"C\" __global__ void __launch_bounds__(", b, ") ", kernel,
+                        "(const ", name, "_args p) {\n", decl);
+  };
+  // Part `item` (row item % R, part item / R): elements [j0, j1) of the row
+  // starting at `base`, `S` apart.
+  const std::string part =
+      "    const long long row = item % R;\n"
+      "    const long long j0 = (item / R) * chunk;\n"
+      "    const long long j1 = j0 + chunk < L ? j0 + chunk : L;\n"
+      "    const long long base = (row / S) * L * S + row % S;\n";
+  const std::string block_parts = absl::StrCat(
+      "  for (long long item = blockIdx.x; item < R * chunks; item += gridDim.x) {\n", part);
+  const std::string thread_parts = absl::StrCat(
+      "  for (long long item = (long long)blockIdx.x * ", b,
+      " + threadIdx.x; item < R * chunks; item += (long long)gridDim.x * ", b, ") {\n", part);
+  const std::string start =
+      absl::StrCat("chunks > 1 ? carry[item] : ", ident);  // the part's prefix
+
+  std::string src;
+  std::string split;
+  if (k.strategy == ScanKernel::Strategy::kBlockRows) {
+    const int tile = k.block * k.items;
+    const std::string items = absl::StrCat(k.items);
+    absl::StrAppend(&src, "#include <cub/block/block_scan.cuh>\n");
+    if (k.items > 1) absl::StrAppend(&src, "#include <cub/block/block_exchange.cuh>\n");
+    absl::StrAppend(&src, common, head(name), "  typedef cub::BlockScan<", acc, ", ", b,
+                    "> scan_t;\n");
+    if (k.items > 1) {
+      absl::StrAppend(&src, "  typedef cub::BlockExchange<", acc, ", ", b, ", ", items,
+                      "> exchange_t;\n",
+                      "  __shared__ union { typename scan_t::TempStorage scan; typename "
+                      "exchange_t::TempStorage exchange; } temp;\n");
+    } else {
+      absl::StrAppend(&src, "  __shared__ union { typename scan_t::TempStorage scan; } temp;\n");
+    }
+    absl::StrAppend(&src, block_parts, "    ", name, "_prefix prefix{", start, "};\n",
+                    "    for (long long t0 = j0; t0 < j1; t0 += ", tile, ") {\n", "      ", acc,
+                    " v[", items, "];\n", "#pragma unroll\n", "      for (int i = 0; i < ", items,
+                    "; ++i) {\n", "        const long long j = t0 + threadIdx.x + i * ", b, ";\n",
+                    "        v[i] = j < j1 ? ", load_at("base + j"), " : ", ident, ";\n",
+                    "      }\n");
+    if (k.items > 1) {
+      absl::StrAppend(&src, "      exchange_t(temp.exchange).StripedToBlocked(v, v);\n",
+                      "      __syncthreads();\n");
+    }
+    absl::StrAppend(&src, "      scan_t(temp.scan).InclusiveScan(v, v, ", name,
+                    "_op(), prefix);\n");
+    if (k.items > 1) {
+      absl::StrAppend(&src, "      __syncthreads();\n",
+                      "      exchange_t(temp.exchange).BlockedToStriped(v, v);\n");
+    }
+    absl::StrAppend(&src, "#pragma unroll\n", "      for (int i = 0; i < ", items, "; ++i) {\n",
+                    "        const long long j = t0 + threadIdx.x + i * ", b, ";\n",
+                    "        if (j < j1) out[base + j] = gf::cv<", out_t, ">(v[i]);\n", "      }\n",
+                    "      __syncthreads();\n", "    }\n  }\n}\n");
+    // Each part's total.
+    absl::StrAppend(&split, head(k.reduce_name), "  typedef cub::BlockReduce<", acc, ", ", b,
+                    "> reduce_t;\n", "  __shared__ typename reduce_t::TempStorage temp;\n",
+                    block_parts, "    ", acc, " acc = ", ident, ";\n", "#pragma unroll 4\n",
+                    "    for (long long j = j0 + threadIdx.x; j < j1; j += ", b, ") acc = ", name,
+                    "_op()(acc, ", load_at("base + j"), ");\n",
+                    "    acc = reduce_t(temp).Reduce(acc, ", name, "_op());\n",
+                    "    if (threadIdx.x == 0) carry[item] = acc;\n",
+                    "    __syncthreads();\n  }\n}\n");
+  } else {
+    // One thread per part, in order: with one part the exact order of the
+    // reference.
+    absl::StrAppend(&src, common, head(name), thread_parts, "    ", acc, " acc = ", start, ";\n",
+                    "    for (long long j = j0; j < j1; ++j) {\n", "      acc = ", name,
+                    "_op()(acc, ", load_at("base + j * S"), ");\n",
+                    "      out[base + j * S] = gf::cv<", out_t, ">(acc);\n", "    }\n  }\n}\n");
+    absl::StrAppend(&split, head(k.reduce_name), thread_parts, "    ", acc, " acc = ", ident, ";\n",
+                    "    for (long long j = j0; j < j1; ++j) acc = ", name, "_op()(acc, ",
+                    load_at("base + j * S"), ");\n", "    carry[item] = acc;\n  }\n}\n");
+  }
+  // The parts' totals to exclusive prefixes, in place: a block per row.
+  absl::StrAppend(&split, head(k.carry_name), "  typedef cub::BlockScan<", acc, ", ", b,
+                  "> scan_t;\n", "  __shared__ typename scan_t::TempStorage temp;\n",
+                  "  for (long long row = blockIdx.x; row < R; row += gridDim.x) {\n", "    ", name,
+                  "_prefix prefix{", ident, "};\n",
+                  "    for (long long q0 = 0; q0 < chunks; q0 += ", b, ") {\n",
+                  "      const long long q = q0 + threadIdx.x;\n", "      ", acc,
+                  " v = q < chunks ? carry[q * R + row] : ", ident, ";\n",
+                  "      scan_t(temp).ExclusiveScan(v, v, ", name, "_op(), prefix);\n",
+                  "      if (q < chunks) carry[q * R + row] = v;\n", "      __syncthreads();\n",
+                  "    }\n  }\n}\n");
+  split = absl::StrCat("#include <cub/block/block_reduce.cuh>\n",
+                       "#include <cub/block/block_scan.cuh>\n", common, split);
+  k.kernel_source = src;
+  k.source = absl::StrCat(kDeviceLibrary, src);
+  k.split_kernel_source = split;
+  k.split_source = absl::StrCat(kDeviceLibrary, split);
+  return k;
+}
+
+ScanLaunch ScanLaunchFor(const ScanKernel& k, int64_t sms) {
+  ScanLaunch launch;
+  const int64_t rows = k.rows;
+  const int64_t length = k.length;
+  int64_t parts = 1;
+  if (k.strategy == ScanKernel::Strategy::kBlockRows) {
+    // Few rows: cut them into parts of whole tiles (at least four) so that
+    // about eight blocks per SM run.
+    const int64_t tile = int64_t{k.block} * k.items;
+    const int64_t tiles = CeilDiv(length, tile);
+    if (rows < 2 * sms) parts = std::min(CeilDiv(8 * sms, rows), tiles / 4);
+    const int64_t chunk_tiles = CeilDiv(tiles, std::max<int64_t>(parts, 1));
+    launch.chunk = chunk_tiles * tile;
+    launch.chunks = CeilDiv(tiles, chunk_tiles);
+    launch.blocks = std::min(rows * launch.chunks, int64_t{1} << 30);
+  } else {
+    // A thread per part: enough threads to fill the device, parts of at
+    // least 32 elements, and few enough that the carry scan stays short.
+    const int64_t threads = sms * 2048;
+    if (rows < threads / 2) {
+      parts = std::min({CeilDiv(threads, rows), length / 32, int64_t{16384}});
+    }
+    launch.chunk = CeilDiv(length, std::max<int64_t>(parts, 1));
+    launch.chunks = CeilDiv(length, launch.chunk);
+    launch.blocks = std::clamp<int64_t>(CeilDiv(rows * launch.chunks, k.block), 1, sms * 32);
+  }
+  launch.carry_blocks = std::min(rows, int64_t{1} << 30);
+  return launch;
+}
+
+}  // namespace gpuflow::cuda
