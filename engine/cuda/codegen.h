@@ -1,5 +1,6 @@
 // Code generation: CUDA C++ source for the plan steps the CUDA backend runs
-// as generated kernels (fused elementwise groups today).
+// as generated kernels: fused elementwise groups, reductions, softmax,
+// scans, shape copies and custom kernels.
 //
 //   absl::StatusOr<ElementwiseKernel> k = GenerateElementwise(graph, step, shapes...);
 //   // k->source compiles with NVRTC; launch k->name with k->ArgWords(...).

@@ -76,14 +76,22 @@ class Planner {
     consumers_.resize(n_);
     is_output_.assign(n_, false);
     step_of_.assign(n_, -1);
+    for (int o : outputs) is_output_[o] = true;
+    // Only nodes the outputs depend on run (nodes are in topological order).
+    needed_ = is_output_;
+    for (int i = n_ - 1; i >= 0; --i) {
+      if (!needed_[i]) continue;
+      for (int p : NodeInputs(i)) needed_[p] = true;
+    }
     for (int i = 0; i < n_; ++i) {
+      if (!needed_[i]) continue;
       for (int p : NodeInputs(i)) consumers_[p].insert(i);
     }
-    for (int o : outputs) is_output_[o] = true;
   }
 
   Plan Build(absl::Span<const int> outputs) {
     for (int i = 0; i < n_; ++i) {
+      if (!needed_[i]) continue;
       const OpFamily family = graph_.nodes[i].op->family;
       if (family == OpFamily::kElementwise) {
         PlaceElementwise(i);
@@ -292,6 +300,7 @@ class Planner {
   const int n_;
   std::vector<std::set<int>> consumers_;
   std::vector<bool> is_output_;
+  std::vector<bool> needed_;  // the outputs depend on it
   std::vector<int> step_of_;
   std::vector<Step> steps_;
   std::vector<bool> alive_;

@@ -376,6 +376,73 @@ def test_arg_reductions_find_nan_first(session):
     check(out[2], np.max(x, axis=1))
 
 
+# Shapes that give the GPU each reduction layout (inner, outer, general),
+# with the reduced range split over many blocks where the outputs are few.
+LARGE_REDUCTIONS = [(((1 << 20) + 3,), None), ((4096, 300), [0]), ((3, 1 << 18), [1]),
+                    ((64, 2048, 2), [0, 1]), ((600, 1000), [0]), ((700, 900), [1]),
+                    ((20, 300, 30), [0, 2])]
+
+
+@pytest.mark.parametrize("shape,axes", LARGE_REDUCTIONS, ids=str)
+@pytest.mark.parametrize("op", ["var", "std", "logsumexp"])
+def test_large_statistic_reductions(session, op, shape, axes):
+    # A mean far from zero: the variance must not lose it to cancellation.
+    x = (make("float32", shape, np.random.default_rng(seed(op, shape))) + 1000).astype(np.float32)
+    if op == "logsumexp":
+        x = x - np.float32(1000)
+    attrs = {} if axes is None else {"axes": axes}
+    got = run(session, [x], lambda g, a: g.op(op, a, **attrs))
+    axis = None if axes is None else tuple(axes)
+    x64 = x.astype(np.float64)
+    want = logsumexp(x64, axis) if op == "logsumexp" else REDUCTIONS[op](x64, axis=axis)
+    check(got, np.asarray(want).astype(got.dtype), rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape,axis", [(((1 << 20) + 3,), None), ((4096, 300), 0),
+                                        ((3, 1 << 18), 1), ((600, 1000), 0), ((64, 2048, 2), 1)],
+                         ids=str)
+@pytest.mark.parametrize("dtype", ["int8", "float32"])
+@pytest.mark.parametrize("op", ["argmin", "argmax"])
+def test_large_arg_reductions(session, op, dtype, shape, axis):
+    # Few distinct values: ties everywhere, across the GPU's split parts;
+    # float32 also has NaNs (the first one wins) in a few rows.
+    x = make(dtype, shape, np.random.default_rng(seed(op, dtype, shape)), "small")
+    if dtype == "float32":
+        x = np.round(x)
+        flat = x.reshape(-1)
+        rng = np.random.default_rng(seed("nan", shape))
+        flat[rng.integers(0, flat.size, size=3)] = np.nan
+    attrs = {} if axis is None else {"axis": axis}
+    check(run(session, [x], lambda g, a: g.op(op, a, **attrs)), getattr(np, op)(x, axis=axis))
+
+
+def test_large_arg_reductions_find_the_first_nan_of_a_long_row(session):
+    x = np.zeros((1 << 20) + 3, np.float32)
+    x[[900000, 5000, 700000]] = [np.nan, np.nan, np.inf]
+    out = run(session, [x], lambda g, a: [g.argmax(a), g.argmin(a)], outputs=2)
+    check(out[0], np.argmax(x))
+    check(out[1], np.argmin(x))
+    assert out[0] == 5000 and out[1] == 5000
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_statistic_reductions_of_non_finite_values(session, dtype):
+    inf, nan = np.inf, np.nan
+    x = np.array([[-inf, -inf, -inf], [1, inf, 2], [nan, 1, 2], [1, 2, 3], [-inf, 0, -inf],
+                  [inf, nan, 1], [inf, -inf, 0]], dtype=dtype)
+    out = run(session, [x], lambda g, a: [g.logsumexp(a, axes=[1]), g.var(a, axes=[1]),
+                                          g.std(a, axes=[1], ddof=3)], outputs=3)
+    with np.errstate(all="ignore"):
+        # scipy.special.logsumexp: a non-finite maximum shifts by 0.
+        m = np.max(x.astype(np.float64), axis=1, keepdims=True)
+        shift = np.where(np.isfinite(m), m, 0)
+        lse = np.log(np.sum(np.exp(x - shift), axis=1)) + shift[:, 0]
+        check(out[0], lse.astype(dtype), rtol=RTOL_TRANSCENDENTAL[dtype])
+        check(out[1], np.var(x, axis=1))
+        check(out[2], np.std(x, axis=1, ddof=3))
+
+
 def test_empty_min_is_an_error(session):
     with pytest.raises(gpuflow.InvalidArgumentError, match="min"):
         run(session, [np.zeros((0, 3), np.float32)], lambda g, a: g.min(a, axes=[0]))
@@ -427,6 +494,41 @@ def test_scans(session, op, dtype, axis):
     check(run(session, [x], lambda g, a: g.op(op, a, **attrs)), want,
           rtol={"float16": 1e-2, "float32": 1e-5, "float64": 1e-12}.get(want.dtype.name),
           atol=1e-3 if dtype == "float16" else 0)
+
+
+# Shapes that give the GPU each scan layout: long contiguous rows (split
+# into parts when they are few), short ones, and strided axes (a thread per
+# column, the columns cut into parts when they are few). Outputs stay under
+# the 4 MiB inline limit.
+LARGE_SCANS = [((300003,), None), ((3, 100000), 1), ((1000, 300), 1), ((5, 70), 1),
+               ((100000, 3), 0), ((300, 1000), 0), ((64, 33, 2), 1)]
+
+
+@pytest.mark.parametrize("shape,axis", LARGE_SCANS, ids=str)
+@pytest.mark.parametrize("op,dtype,out_dtype", [
+    ("cumsum", "float32", None), ("cumsum", "float64", None), ("cumsum", "int32", None),
+    ("cumsum", "int64", None), ("cumsum", "bool", None), ("cumprod", "float32", None),
+    ("cumprod", "uint8", "uint8"), ("cumsum", "int16", "int8")], ids=str)
+def test_large_scans(session, op, dtype, out_dtype, shape, axis):
+    rng = np.random.default_rng(seed(op, dtype, shape))
+    if op == "cumprod" and dtype == "float32":
+        x = rng.uniform(0.999, 1.001, size=shape).astype(np.float32)
+    elif dtype == "float64":
+        x = make(dtype, shape, rng, "positive")  # no cancellation: tight tolerance
+    else:
+        x = make(dtype, shape, rng)  # int64: wraps
+    attrs = {} if axis is None else {"axis": axis}
+    if out_dtype is not None:
+        attrs["dtype"] = out_dtype
+    got = run(session, [x], lambda g, a: g.op(op, a, **attrs))
+    if dtype in FLOATS:
+        # The reference accumulates in float64 and rounds each result.
+        want = getattr(np, op)(x.astype(np.float64), axis=axis).astype(dtype)
+        check(got, want, rtol={"float32": 1e-5, "float64": 1e-12}[dtype],
+              atol=1e-3 if dtype == "float32" else 0)
+    else:
+        with np.errstate(all="ignore"):
+            check(got, getattr(np, op)(x, axis=axis, dtype=out_dtype))
 
 
 # ------------------------------------------------------------------ linear algebra

@@ -161,7 +161,7 @@ std::string OptionsHelp(const std::vector<Option>& options) {
       spelled = absl::StrCat("-", std::string(1, option.short_name), ", ", spelled);
     if (!option.value.empty()) absl::StrAppend(&spelled, "=", option.value);
     absl::StrAppend(&out, "  ", spelled,
-                    std::string(spelled.size() < 26 ? 26 - spelled.size() : 1, ' '), option.help,
+                    std::string(spelled.size() < 30 ? 30 - spelled.size() : 2, ' '), option.help,
                     option.repeated ? " (repeatable)" : "", "\n");
   }
   return out;

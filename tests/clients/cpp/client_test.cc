@@ -104,8 +104,6 @@ TEST(FromGrpcStatusTest, KeepsEveryCodeAndTheMessage) {
     EXPECT_EQ(static_cast<int>(status.code()), code);
     EXPECT_EQ(status.message(), "why");
   }
-  EXPECT_THAT(FromGrpcStatus(grpc::Status(static_cast<grpc::StatusCode>(99), "odd")),
-              StatusIs(absl::StatusCode::kUnknown, "odd"));
 }
 
 TEST_F(ClientTest, InfoReportsBackendAndLimits) {

@@ -125,6 +125,30 @@ TEST_F(CudaKernelCacheTest, RunAfterPrecompileCompilesNothing) {
     g.nodes.push_back(MakeNode("e", "exp", {Input::Node("m")}));
     graphs.push_back(Prepare(g, {1000, 3}));
   }
+  {
+    Graph g;
+    Node t = MakeNode("t", "transpose", {Input::Array("x")});
+    t.attrs["axes"] = std::vector<int64_t>{1, 0};
+    g.nodes.push_back(t);
+    graphs.push_back(Prepare(g, {1000, 3}));
+  }
+  {
+    Graph g;
+    Node c = MakeNode("c", "cumsum", {Input::Array("x")});
+    c.attrs["axis"] = int64_t{1};
+    g.nodes.push_back(c);
+    graphs.push_back(Prepare(g, {4, 1 << 18}));
+  }
+  {
+    Graph g;
+    Node k = MakeNode("k", "elementwise_kernel", {Input::Array("x"), Input::Array("y")});
+    k.attrs["in_params"] = std::string("float32 x, float32 y");
+    k.attrs["out_params"] = std::string("float32 z");
+    k.attrs["operation"] = std::string("z = (x - y) * (x - y)");
+    k.attrs["name"] = std::string("squared_diff");
+    g.nodes.push_back(k);
+    graphs.push_back(Prepare(g, {1000}));
+  }
   std::unique_ptr<Backend> backend = NewBackend();
   ASSERT_NE(backend, nullptr);
   absl::StatusOr<std::unique_ptr<Stream>> stream = backend->CreateStream();

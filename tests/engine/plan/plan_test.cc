@@ -97,6 +97,20 @@ TEST(PlanTest, CutsAtAValueWithTwoConsumers) {
   EXPECT_EQ((*plan)->last_use_step[0], 1);
 }
 
+TEST(PlanTest, SkipsNodesNoOutputDependsOn) {
+  // Regression: every node used to run, so a dead custom kernel failed a
+  // request that did not ask for it, and a dead consumer blocked fusion.
+  GraphBuilder b;
+  b.Add("exp", {"@a"}, {8});                    // n0
+  b.Add("matmul", {"n0", "n0"}, {8});           // n1: dead
+  const int root = b.Add("sqrt", {"n0"}, {8});  // n2
+  auto plan = BuildPlan(b.graph(), {root}, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ((*plan)->steps.size(), 1u);
+  EXPECT_THAT((*plan)->steps[0].nodes, ElementsAre(0, 2));
+  EXPECT_EQ((*plan)->node_step[1], -1);
+}
+
 TEST(PlanTest, CutsAtARequestedOutput) {
   GraphBuilder b;
   b.Add("exp", {"@a"}, {8});
