@@ -176,7 +176,7 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override {
     cudaSetDevice(options_.device);
     absl::MutexLock lock(&kernels_mu_);
-    for (auto& [source, k] : kernels_) cudaLibraryUnload(k.library);
+    for (auto& [key, library] : libraries_) cudaLibraryUnload(library.library);
   }
 
   absl::string_view name() const override { return "cuda"; }
@@ -383,10 +383,10 @@ class CudaBackend final : public Backend {
   absl::StatusOr<cudaKernel_t> GetKernel(const std::string& source, const std::string& name,
                                          RunResult& result,
                                          const std::vector<std::string>& extra_options = {}) {
-    // One module may hold several kernels, so the key is the name, the
-    // options and the source.
-    const std::string key =
-        absl::StrCat(name, "\n", absl::StrJoin(extra_options, " "), "\n", source);
+    // A module (options + source) is compiled and loaded once, whichever of
+    // its kernels is asked for first; each kernel is then looked up in it.
+    const std::string module_key = absl::StrCat(absl::StrJoin(extra_options, " "), "\n", source);
+    const std::string key = absl::StrCat(name, "\n", module_key);
     {
       absl::MutexLock lock(&kernels_mu_);
       if (auto it = kernels_.find(key); it != kernels_.end()) {
@@ -394,13 +394,26 @@ class CudaBackend final : public Backend {
         NoteMemoryHit(it->second);
         return it->second.kernel;
       }
+      if (auto it = libraries_.find(module_key); it != libraries_.end()) {
+        LoadedKernel loaded = it->second;
+        if (absl::Status s =
+                Check(cudaLibraryGetKernel(&loaded.kernel, loaded.library, name.c_str()),
+                      "cudaLibraryGetKernel");
+            !s.ok()) {
+          return s;
+        }
+        ++result.kernel_cache_hits;
+        NoteMemoryHit(it->second);
+        ++memory_entries_;
+        return kernels_.emplace(key, loaded).first->second.kernel;
+      }
     }
     CompileOptions compile;
     compile.arch = props_.major * 10 + props_.minor;
     compile.cuda_include_dir = options_.cuda_include_dir;
     compile.extra_options = extra_options;
     LoadedKernel loaded;
-    absl::StatusOr<std::string> cubin = CubinFor(source, name, compile, result, loaded);
+    absl::StatusOr<std::string> cubin = CubinFor(source, compile, result, loaded);
     if (!cubin.ok()) return cubin.status();
     if (absl::Status s = Check(cudaLibraryLoadData(&loaded.library, cubin->data(), nullptr, nullptr,
                                                    0, nullptr, nullptr, 0),
@@ -408,19 +421,17 @@ class CudaBackend final : public Backend {
         !s.ok()) {
       return s;
     }
+    absl::MutexLock lock(&kernels_mu_);
+    auto [lib, lib_inserted] = libraries_.emplace(module_key, loaded);
+    if (!lib_inserted) cudaLibraryUnload(loaded.library);  // another thread won the race
+    loaded = lib->second;
     if (absl::Status s = Check(cudaLibraryGetKernel(&loaded.kernel, loaded.library, name.c_str()),
                                "cudaLibraryGetKernel");
         !s.ok()) {
-      cudaLibraryUnload(loaded.library);
       return s;
     }
-    absl::MutexLock lock(&kernels_mu_);
     auto [it, inserted] = kernels_.emplace(key, loaded);
-    if (inserted) {
-      ++memory_entries_;
-    } else {
-      cudaLibraryUnload(loaded.library);  // another thread won the race
-    }
+    if (inserted) ++memory_entries_;
     return it->second.kernel;
   }
 
@@ -488,13 +499,14 @@ class CudaBackend final : public Backend {
   absl::flat_hash_set<const Plan*> compiled_plans_ ABSL_GUARDED_BY(compiled_plans_mu_);
   absl::Mutex kernels_mu_;
   absl::flat_hash_map<std::string, LoadedKernel> kernels_ ABSL_GUARDED_BY(kernels_mu_);
+  // Loaded modules by options + source; they own the libraries.
+  absl::flat_hash_map<std::string, LoadedKernel> libraries_ ABSL_GUARDED_BY(kernels_mu_);
 
   // The cubin for a kernel missing from memory: from the disk cache, else
   // compiled by NVRTC (and stored there). Counts into `result` and the
   // cache counters; records the disk entry in `loaded`.
-  absl::StatusOr<std::string> CubinFor(const std::string& source, const std::string& name,
-                                       const CompileOptions& compile, RunResult& result,
-                                       LoadedKernel& loaded);
+  absl::StatusOr<std::string> CubinFor(const std::string& source, const CompileOptions& compile,
+                                       RunResult& result, LoadedKernel& loaded);
   // Counts a memory hit; now and then sets the disk entry's LRU clock, since
   // a kernel served from memory is never loaded from disk again.
   void NoteMemoryHit(LoadedKernel& kernel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(kernels_mu_);
@@ -1230,9 +1242,11 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
 }
 
 absl::StatusOr<std::string> CudaBackend::CubinFor(const std::string& source,
-                                                  const std::string& name,
                                                   const CompileOptions& compile, RunResult& result,
                                                   LoadedKernel& loaded) {
+  // The program name does not change the cubin; one name for all keeps one
+  // disk entry per module whichever kernel is asked for first.
+  const std::string name = "gpuflow";
   KernelKey key;
   key.source = source;
   key.name = name;
