@@ -430,6 +430,13 @@ class CudaBackend final : public Backend {
         !s.ok()) {
       return s;
     }
+    // Loading is lazy by default; asking for the attributes loads the
+    // kernel into the context now (Precompile's point), not at first launch.
+    cudaFuncAttributes attributes;
+    if (cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(loaded.kernel)) !=
+        cudaSuccess) {
+      cudaGetLastError();
+    }
     auto [it, inserted] = kernels_.emplace(key, loaded);
     if (inserted) ++memory_entries_;
     return it->second.kernel;
@@ -1439,6 +1446,17 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const CudaBackendOpti
   uint64_t threshold = static_cast<uint64_t>(options.pool_release_threshold);
   GPUFLOW_CUDA_RETURN_IF_ERROR(
       cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  const int64_t reserve = std::min(options.pool_reserve, options.pool_release_threshold);
+  if (reserve > 0) {
+    void* warm = nullptr;
+    if (cudaMallocFromPoolAsync(&warm, static_cast<size_t>(reserve), pool, nullptr) ==
+        cudaSuccess) {
+      cudaFreeAsync(warm, nullptr);
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(nullptr));
+    } else {
+      cudaGetLastError();  // not sticky: a smaller device simply starts cold
+    }
+  }
   return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(options, props, pool));
 }
 

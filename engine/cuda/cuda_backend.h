@@ -26,6 +26,10 @@ struct CudaBackendOptions {
   int device = 0;
   // Bytes the pool keeps reserved after frees (cudaMemPoolAttrReleaseThreshold).
   int64_t pool_release_threshold = int64_t{1} << 34;
+  // Bytes allocated and freed at start so the pool holds them reserved:
+  // the first requests then find memory without growing the pool (a few
+  // milliseconds each time it grows). Capped by the release threshold.
+  int64_t pool_reserve = int64_t{1} << 30;
   // Headers for NVRTC (cuda_fp16.h, cub/).
   std::string cuda_include_dir = "/usr/local/cuda/include";
   // The on-disk kernel cache behind the in-memory one (kernel_cache.h);

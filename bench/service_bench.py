@@ -1,0 +1,406 @@
+"""Service-only figures of gpuflowd, each beside its floor measured in the
+same run against bench/grpc_echo_server (a bare gRPC callback server):
+
+- latency: a tiny Execute on resident arrays (and KeepAlive, gpuflow's
+  cheapest call) against the echo service's unary ping-pong, p50/p99;
+- throughput: requests/s with 1, 4 and 16 concurrent clients, each client
+  a process (Python's GIL would otherwise be the limit), both services;
+- transfers: upload and download of 1 MiB, 64 MiB and 1 GiB in 1 MiB
+  chunks, through bench/transfer_bench (C++ client, gpuflow against echo)
+  and through the Python client (gpuflow against an echo client written
+  the same way).
+
+The echo client speaks bench/echo.proto: with stubs generated at run time
+when grpc_tools is here, else through gRPC's generic calls with the
+(one-field) messages encoded by hand. Used by bench/run_gpu.py; a benchmark,
+not a test.
+"""
+
+import multiprocessing
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, BENCH)
+
+import gpu_bench  # noqa: E402 - also puts clients/python on sys.path
+import gpuflow  # noqa: E402
+import grpc  # noqa: E402
+
+percentile = gpu_bench.percentile
+MiB = 1 << 20
+_OPTIONS = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
+
+# --------------------------------------------------------------- echo client
+
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _read_varint(buf, pos):
+    shift = result = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _field1(msg):
+    """Field 1 of a message with one field: the bytes (length-delimited) or
+    the integer (varint); None when absent."""
+    buf = memoryview(msg)
+    pos = 0
+    while pos < len(buf):
+        tag, pos = _read_varint(buf, pos)
+        wire = tag & 7
+        if wire == 0:
+            value, pos = _read_varint(buf, pos)
+        elif wire == 2:
+            length, pos = _read_varint(buf, pos)
+            value, pos = buf[pos : pos + length], pos + length
+        else:
+            raise ValueError(f"unexpected wire type {wire}")
+        if tag >> 3 == 1:
+            return value
+    return None
+
+
+def _generated_echo_module(gen_dir, generate):
+    """echo_pb2/echo_pb2_grpc from bench/echo.proto, generated into gen_dir
+    by grpc_tools (generate=True; once, in the parent) or imported from
+    there (client processes); None when that fails."""
+    try:
+        if generate:
+            from grpc_tools import protoc
+
+            os.makedirs(gen_dir, exist_ok=True)
+            rc = protoc.main(["protoc", f"-I{BENCH}", f"--python_out={gen_dir}",
+                              f"--grpc_python_out={gen_dir}", os.path.join(BENCH, "echo.proto")])
+            if rc != 0:
+                return None
+        if gen_dir not in sys.path:
+            sys.path.insert(0, gen_dir)
+        import echo_pb2  # noqa: F401
+        import echo_pb2_grpc
+
+        return echo_pb2_grpc
+    except Exception:  # noqa: BLE001 - the generic path needs nothing
+        return None
+
+
+class EchoClient:
+    """bench/echo.proto's Echo service: ping, upload, download."""
+
+    def __init__(self, target, gen_dir=None, generate=True, timeout=20):
+        """gen_dir: where grpc_tools writes (generate) or wrote the stubs;
+        None: generic calls. self.gen_dir is None unless stubs are used."""
+        self.channel = grpc.insecure_channel(target, options=_OPTIONS)
+        grpc.channel_ready_future(self.channel).result(timeout=timeout)
+        grpc_mod = _generated_echo_module(gen_dir, generate) if gen_dir else None
+        self.gen_dir = gen_dir if grpc_mod is not None else None
+        if grpc_mod is not None:
+            import echo_pb2
+
+            self.pb = echo_pb2
+            self.stub = grpc_mod.EchoStub(self.channel)
+            self.mode = "grpc_tools stubs"
+        else:
+            self.pb = None
+            prefix = "/gpuflow.bench.Echo/"
+            self.echo = self.channel.unary_unary(prefix + "Echo")
+            self.upload_call = self.channel.stream_unary(prefix + "Upload")
+            self.download_call = self.channel.unary_stream(prefix + "Download")
+            self.mode = "generic calls, hand-encoded messages"
+
+    def ping_fn(self, payload):
+        if self.pb is not None:
+            request = self.pb.Ping(payload=payload)
+
+            def ping():
+                reply = self.stub.Echo(request)
+                assert len(reply.payload) == len(payload)
+        else:
+            request = b"\x0a" + _varint(len(payload)) + payload if payload else b""
+
+            def ping():
+                reply = self.echo(request)
+                assert len(reply) == len(request)
+        return ping
+
+    def upload(self, data, chunk_bytes):
+        """Sends data (a bytes-like object) in chunks; returns the bytes the server counted."""
+        view = memoryview(data).cast("B")
+        if self.pb is not None:
+            chunks = (self.pb.Chunk(data=bytes(view[o : o + chunk_bytes]))
+                      for o in range(0, len(view), chunk_bytes))
+            return self.stub.Upload(chunks).bytes
+
+        def chunks():
+            for o in range(0, len(view), chunk_bytes):
+                piece = view[o : o + chunk_bytes]
+                yield b"\x0a" + _varint(len(piece)) + bytes(piece)
+
+        return _field1(self.upload_call(chunks())) or 0
+
+    def download(self, nbytes, chunk_bytes):
+        """Receives nbytes into a fresh buffer, as the gpuflow client does."""
+        out = np.empty(nbytes, dtype=np.uint8)
+        offset = 0
+        if self.pb is not None:
+            stream = self.stub.Download(self.pb.DownloadRequest(bytes=nbytes, chunk_bytes=chunk_bytes))
+            for message in stream:
+                chunk = message.data
+                out[offset : offset + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
+                offset += len(chunk)
+        else:
+            request = b"\x08" + _varint(nbytes) + b"\x10" + _varint(chunk_bytes)
+            for message in self.download_call(request):
+                chunk = _field1(message)
+                out[offset : offset + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
+                offset += len(chunk)
+        if offset != nbytes:
+            raise RuntimeError(f"echo download: {offset} of {nbytes} bytes")
+        return out
+
+    def close(self):
+        self.channel.close()
+
+
+# ------------------------------------------------------------------- latency
+
+
+def tiny_execute(session):
+    """A graph on a resident 16-element array whose output stays in the session."""
+    session.upload(np.arange(16, dtype=np.float32), name="tiny")
+    g = gpuflow.Graph()
+    outputs = {"tiny_out": g.add(g.array("tiny"), 1.0)}
+
+    def call():
+        return session.execute(g, outputs=outputs)
+
+    return call
+
+
+def latency(call, n, warmup=50):
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t)
+    return {"p50_us": percentile(times, 50) * 1e6, "p99_us": percentile(times, 99) * 1e6,
+            "mean_us": sum(times) / n * 1e6, "n": n}
+
+
+def measure_latency(session, echo, n):
+    ping = echo.ping_fn(b"x" * 64)
+    execute = tiny_execute(session)
+    server = []
+
+    def execute_recorded():
+        server.append(execute().timings.total_seconds)
+
+    out = {
+        "echo_unary_64B": latency(ping, n),
+        "gpuflow_keepalive": latency(session.keep_alive, n),
+        "gpuflow_tiny_execute": latency(execute_recorded, n),
+    }
+    out["gpuflow_tiny_execute"]["server_total_p50_us"] = percentile(server[-n:], 50) * 1e6
+    out["ratio_p50_tiny_execute_vs_echo"] = (out["gpuflow_tiny_execute"]["p50_us"]
+                                             / out["echo_unary_64B"]["p50_us"])
+    return out
+
+
+# ---------------------------------------------------------------- throughput
+
+
+def _client_process(kind, target, duration, index, ready, start, results, gen_dir=None):
+    """One concurrent client: connect, warm up, wait for the start, then
+    call in a loop for `duration` seconds."""
+    try:
+        if kind == "echo":
+            client = EchoClient(target, gen_dir, generate=False)
+            call = client.ping_fn(b"x" * 64)
+        else:
+            client = gpuflow.connect(target, timeout=20)
+            session = client.session(label=f"concurrency-{index}")
+            call = tiny_execute(session)
+        for _ in range(20):
+            call()
+        ready.put(("ready", index, None))
+    except Exception as e:  # noqa: BLE001
+        ready.put(("error", index, repr(e)[:300]))
+        return
+    if not start.wait(120):
+        return
+    times = []
+    t_start = time.perf_counter()
+    t_end = t_start + duration
+    while True:
+        t = time.perf_counter()
+        call()
+        now = time.perf_counter()
+        times.append(now - t)
+        if now >= t_end:
+            break
+    elapsed = time.perf_counter() - t_start
+    step = max(1, len(times) // 20000)
+    results.put({"index": index, "count": len(times), "elapsed": elapsed, "times": times[::step]})
+    try:
+        if kind != "echo":
+            session.close()
+        client.close()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def concurrent_round(kind, target, clients, duration, gen_dir=None):
+    """Requests/s of `clients` processes calling for `duration` seconds."""
+    ctx = multiprocessing.get_context("spawn")
+    ready, results, start = ctx.Queue(), ctx.Queue(), ctx.Event()
+    procs = [ctx.Process(target=_client_process, daemon=True,
+                         args=(kind, target, duration, i, ready, start, results, gen_dir))
+             for i in range(clients)]
+    for p in procs:
+        p.start()
+    errors = []
+    try:
+        for _ in range(clients):
+            state, index, error = ready.get(timeout=120)
+            if state == "error":
+                errors.append(error)
+        if errors:
+            raise RuntimeError(f"{len(errors)} of {clients} clients failed: {errors[0]}")
+        start.set()
+        got = [results.get(timeout=duration + 120) for _ in range(clients)]
+    finally:
+        start.set()
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.terminate()
+    times = [t for r in got for t in r["times"]]
+    return {"clients": clients, "requests_per_s": sum(r["count"] / r["elapsed"] for r in got),
+            "requests": sum(r["count"] for r in got), "p50_us": percentile(times, 50) * 1e6,
+            "p99_us": percentile(times, 99) * 1e6}
+
+
+def measure_concurrency(gpuflow_target, echo_target, counts, duration, gen_dir=None, log=print):
+    out = {"duration_s": duration, "cpu_cores": os.cpu_count(), "rounds": []}
+    for n in counts:
+        row = {"clients": n}
+        for kind, target in (("echo", echo_target), ("gpuflow", gpuflow_target)):
+            try:
+                row[kind] = concurrent_round(kind, target, n, duration, gen_dir)
+            except Exception as e:  # noqa: BLE001
+                row[kind] = {"error": gpu_bench.short_error(e)}
+        if "requests_per_s" in row["echo"] and "requests_per_s" in row["gpuflow"]:
+            row["ratio"] = row["gpuflow"]["requests_per_s"] / row["echo"]["requests_per_s"]
+        log(f"  {n} client(s): echo {row['echo'].get('requests_per_s', row['echo'])}, "
+            f"gpuflow {row['gpuflow'].get('requests_per_s', row['gpuflow'])} req/s")
+        out["rounds"].append(row)
+    return out
+
+
+# ----------------------------------------------------------------- transfers
+
+_TABLE_ROW = re.compile(r"^\|\s*(upload|download) .*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|")
+
+
+def cpp_transfers(transfer_bench, gpuflow_target, echo_target, sizes, chunk_bytes=MiB, env=None,
+                  log=print):
+    """bench/transfer_bench (C++ client) per size: GB/s of gpuflow and echo."""
+    rows = []
+    for size, repeats in sizes:
+        row = {"bytes": size, "repeats": repeats}
+        cmd = [transfer_bench, f"--gpuflow={gpuflow_target}", f"--echo={echo_target}",
+               f"--bytes={size}", f"--chunk_bytes={chunk_bytes}", f"--repeats={repeats}"]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
+            for line in done.stdout.splitlines():
+                m = _TABLE_ROW.match(line)
+                if m:
+                    row[m.group(1)] = {"gpuflow_gbps": float(m.group(2)), "echo_gbps": float(m.group(3)),
+                                       "ratio": float(m.group(2)) / float(m.group(3))}
+            if done.returncode != 0 or "upload" not in row:
+                row["error"] = f"exit {done.returncode}: {(done.stderr or done.stdout)[-400:]}"
+        except Exception as e:  # noqa: BLE001
+            row["error"] = gpu_bench.short_error(e)
+        log(f"  transfer_bench {size} B: {row}")
+        rows.append(row)
+    return {"chunk_bytes": chunk_bytes, "client": "C++ (bench/transfer_bench)", "sizes": rows}
+
+
+def _median_gbps(nbytes, fn, repeats, warmup):
+    for _ in range(warmup):
+        fn()
+    rates = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        rates.append(nbytes / (time.perf_counter() - t) / 1e9)
+    rates.sort()
+    return rates[len(rates) // 2]
+
+
+def python_transfers(session, echo, sizes, chunk_bytes=MiB, log=print):
+    """The Python client's upload/download against the echo client's."""
+    rows = []
+    for size, repeats, warmup in sizes:
+        row = {"bytes": size, "repeats": repeats}
+        try:
+            host = np.arange(size // 4, dtype=np.float32)
+            up = _median_gbps(size, lambda: session.upload(host, name="xfer", chunk_bytes=chunk_bytes),
+                              repeats, warmup)
+            got = [None]  # only the last download is kept
+            down = _median_gbps(size, lambda: got.__setitem__(0, session.download("xfer", chunk_bytes=chunk_bytes)),
+                                repeats, warmup)
+            if not np.array_equal(got[0], host):
+                raise AssertionError("downloaded array differs from the uploaded one")
+            del got
+            session.delete("xfer")
+            raw = host.view(np.uint8)
+            counted = []
+            echo_up = _median_gbps(size, lambda: counted.append(echo.upload(raw, chunk_bytes)),
+                                   repeats, warmup)
+            if counted[-1] != size:
+                raise AssertionError(f"echo server counted {counted[-1]} of {size} bytes")
+            echo_down = _median_gbps(size, lambda: echo.download(size, chunk_bytes), repeats, warmup)
+            row["upload"] = {"gpuflow_gbps": up, "echo_gbps": echo_up, "ratio": up / echo_up}
+            row["download"] = {"gpuflow_gbps": down, "echo_gbps": echo_down, "ratio": down / echo_down}
+        except Exception as e:  # noqa: BLE001
+            row["error"] = gpu_bench.short_error(e)
+        log(f"  python client {size} B: {row}")
+        rows.append(row)
+    return {"chunk_bytes": chunk_bytes, "client": "Python (gpuflow client / echo client)", "sizes": rows}
+
+
+def default_plan(small):
+    """Sizes, counts and durations; small: a quick try on a small machine."""
+    if small:
+        return {"latency_n": 300, "concurrency": (1, 4, 16), "duration": 0.5,
+                "cpp_sizes": [(MiB, 10), (8 * MiB, 3), (32 * MiB, 2)],
+                "py_sizes": [(MiB, 5, 1), (8 * MiB, 2, 1), (32 * MiB, 1, 0)]}
+    return {"latency_n": 2000, "concurrency": (1, 4, 16), "duration": 2.0,
+            "cpp_sizes": [(MiB, 50), (64 * MiB, 7), (1 << 30, 3)],
+            "py_sizes": [(MiB, 20, 3), (64 * MiB, 5, 1), (1 << 30, 2, 0)]}
+
+
