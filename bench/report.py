@@ -84,7 +84,7 @@ def gpuflow_cell(gf, field="gpu_ms"):
     if "skipped" in gf:
         return "skipped"
     if "error" in gf:
-        return "**error**" if not gf.get("check") else "**check failed**"
+        return "**check failed**" if gf["error"].startswith("AssertionError") else "**error**"
     return ms(gf.get(field))
 
 
@@ -265,6 +265,8 @@ def render_body(results, level="###"):
         elif "error" in s and len(s) <= 2:
             parts.append(f"**Error**: {s['error']}\n")
         else:
+            if "error" in s:
+                parts.append(f"**The section stopped early**: {s['error']}\n")
             parts.append(render(s) + "\n")
 
     def kernels(s):

@@ -147,7 +147,9 @@ class Run:
                 sections[name] = fn()
             except Exception as e:  # noqa: BLE001 - recorded, the run goes on
                 traceback.print_exc()
-                sections[name] = {"error": gpu_bench.short_error(e)}
+                partial = sections.get(name)  # what the section saved before failing
+                sections[name] = partial if isinstance(partial, dict) else {}
+                sections[name]["error"] = gpu_bench.short_error(e)
             if isinstance(sections[name], dict):
                 sections[name]["section_s"] = round(time.monotonic() - t, 2)
         if "skipped" in sections[name]:
@@ -234,6 +236,7 @@ class Run:
         runner = gpu_bench.Runner(self.session, tools, small=a.small,
                                   deadline=self.end - a.reserve, log=log)
         out["workloads"] = runner.run_all(wls, on_result=partial)
+        out["inputs_downloaded"] = runner.downloaded_inputs
         return out
 
     def cache_warmup(self):

@@ -62,5 +62,8 @@ if [ ! -e "$out/tmp/section.done" ] && [ -s "$out/results.json" ]; then
   echo "run_gpu.sh: rendering the saved results (run.py exit $rc)"
   "$py" bench/report.py "$out" --append-section
 fi
+if [ "$rc" != 0 ] && [ -f "$out/tmp/gpuflowd.log" ]; then
+  echo "run_gpu.sh: the end of gpuflowd's log ($out/tmp/gpuflowd.log):"; tail -15 "$out/tmp/gpuflowd.log"
+fi
 echo "run_gpu.sh: exit $rc after $(( $(date +%s) - start )) s; see $out/results.md"
 exit "$rc"

@@ -83,7 +83,7 @@ def _field1(msg):
 
 
 def _generated_echo_module(gen_dir, generate):
-    """echo_pb2/echo_pb2_grpc from bench/echo.proto, generated into gen_dir
+    """(echo_pb2, echo_pb2_grpc) from bench/echo.proto, generated into gen_dir
     by grpc_tools (generate=True; once, in the parent) or imported from
     there (client processes); None when that fails."""
     try:
@@ -97,10 +97,10 @@ def _generated_echo_module(gen_dir, generate):
                 return None
         if gen_dir not in sys.path:
             sys.path.insert(0, gen_dir)
-        import echo_pb2  # noqa: F401
+        import echo_pb2
         import echo_pb2_grpc
 
-        return echo_pb2_grpc
+        return echo_pb2, echo_pb2_grpc
     except Exception:  # noqa: BLE001 - the generic path needs nothing
         return None
 
@@ -113,13 +113,11 @@ class EchoClient:
         None: generic calls. self.gen_dir is None unless stubs are used."""
         self.channel = grpc.insecure_channel(target, options=_OPTIONS)
         grpc.channel_ready_future(self.channel).result(timeout=timeout)
-        grpc_mod = _generated_echo_module(gen_dir, generate) if gen_dir else None
-        self.gen_dir = gen_dir if grpc_mod is not None else None
-        if grpc_mod is not None:
-            import echo_pb2
-
-            self.pb = echo_pb2
-            self.stub = grpc_mod.EchoStub(self.channel)
+        modules = _generated_echo_module(gen_dir, generate) if gen_dir else None
+        self.gen_dir = gen_dir if modules is not None else None
+        if modules is not None:
+            self.pb = modules[0]
+            self.stub = modules[1].EchoStub(self.channel)
             self.mode = "grpc_tools stubs"
         else:
             self.pb = None
@@ -198,14 +196,20 @@ def tiny_execute(session):
     return call
 
 
-def latency(call, n, warmup=50):
+def timed_calls(fn, n, warmup=0):
+    """Seconds of each of n calls of fn, after `warmup` untimed ones."""
     for _ in range(warmup):
-        call()
+        fn()
     times = []
     for _ in range(n):
         t = time.perf_counter()
-        call()
+        fn()
         times.append(time.perf_counter() - t)
+    return times
+
+
+def latency(call, n, warmup=50):
+    times = timed_calls(call, n, warmup)
     return {"p50_us": percentile(times, 50) * 1e6, "p99_us": percentile(times, 99) * 1e6,
             "mean_us": sum(times) / n * 1e6, "n": n}
 
@@ -350,15 +354,7 @@ def cpp_transfers(transfer_bench, gpuflow_target, echo_target, sizes, chunk_byte
 
 
 def _median_gbps(nbytes, fn, repeats, warmup):
-    for _ in range(warmup):
-        fn()
-    rates = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        rates.append(nbytes / (time.perf_counter() - t) / 1e9)
-    rates.sort()
-    return rates[len(rates) // 2]
+    return nbytes / percentile(timed_calls(fn, repeats, warmup), 50) / 1e9
 
 
 def python_transfers(session, echo, sizes, chunk_bytes=MiB, log=print):
@@ -375,7 +371,7 @@ def python_transfers(session, echo, sizes, chunk_bytes=MiB, log=print):
                                 repeats, warmup)
             if not np.array_equal(got[0], host):
                 raise AssertionError("downloaded array differs from the uploaded one")
-            del got
+            got[0] = None
             session.delete("xfer")
             raw = host.view(np.uint8)
             counted = []

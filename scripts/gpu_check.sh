@@ -15,7 +15,7 @@ dist/bin/gpuflowd --backend=cuda --port=0 --port_file="$dir/port" --max_session_
 pid=$!
 for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.1; done
 [ -s "$dir/port" ] || { echo "gpuflowd did not start"; cat "$out/gpuflowd.log"; exit 1; }
-[ "${SKIP_BENCH:-0}" = 1 ] || timeout 240 python3 bench/gpu_bench.py --target "localhost:$(cat "$dir/port")" \
+[ "${SKIP_BENCH:-0}" = 1 ] || timeout 480 python3 bench/gpu_bench.py --budget 420 --target "localhost:$(cat "$dir/port")" \
   --out "$out/gpu_results.json" 2>&1 | tail -60
 kill -TERM $pid; wait $pid
 echo "gpuflowd exit: $?"

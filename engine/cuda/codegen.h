@@ -77,6 +77,8 @@ struct ReductionKernel {
   std::vector<int64_t> kept_dims, kept_strides, reduced_dims, reduced_strides;
   int accumulator_bytes = 8;
   int block = 256;
+  // Inner strategy: elements per 16-byte vector load (0: scalar loads).
+  int vector_width = 0;
 };
 
 // Accumulators: floats in double, integers in 64 bits (wrapping), as the CPU

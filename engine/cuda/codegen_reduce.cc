@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "engine/cuda/codegen.h"
 #include "engine/cuda/codegen_internal.h"
@@ -350,14 +351,85 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
       accumulate_into("kk", "acc0"), accumulate_into("kk + 1", "acc1"),
       accumulate_into("kk + 2", "acc2"), accumulate_into("kk + 3", "acc3"),
       "    }\n    for (; kk < k1; ++kk) {\n", accumulate_into("kk", "acc0"), "    }\n", merge);
+  // The inner strategy with 16-byte loads: elements [k0, k1) of output m
+  // are at m * R + k; the unaligned head and the tail are read one by one,
+  // the aligned middle as vectors, two per thread in flight.
+  int vector_width = 0;
+  if (k.strategy == ReductionKernel::Strategy::kInner && !is_arg) {
+    int64_t widest = 0;
+    for (const StepInput& in : k.prologue_inputs) {
+      if (!in.by_value) widest = std::max<int64_t>(widest, ItemSize(in.type.dtype));
+    }
+    if (widest > 0 && widest <= 8) vector_width = static_cast<int>(16 / widest);
+  }
+  k.vector_width = vector_width;
+  std::string vector_inner_loop;
+  if (vector_width > 1) {
+    const int e = vector_width;
+    std::vector<std::string> loads(2);
+    std::vector<std::vector<std::string>> bodies(2);
+    for (int u = 0; u < 2; ++u) {
+      for (size_t i = 0; i < k.prologue_inputs.size(); ++i) {
+        const StepInput& in = k.prologue_inputs[i];
+        if (in.by_value) continue;
+        const char* t = StorageTypeName(in.type.dtype);
+        absl::StrAppend(&loads[u], "      const gf::vec<", t, ", ", e, "> pv", u, "_", i,
+                        " = ((const gf::vec<", t, ", ", e, ">*)pi", i, ")[kv", u == 0 ? "" : " + ",
+                        u == 0 ? "" : absl::StrCat(k.block), "];\n");
+      }
+      for (int j = 0; j < e; ++j) {
+        std::vector<std::string> exprs = pro_exprs;
+        for (size_t i = 0; i < k.prologue_inputs.size(); ++i) {
+          if (!k.prologue_inputs[i].by_value)
+            exprs[i] = absl::StrCat("pv", u, "_", i, ".v[", j, "]");
+        }
+        const auto expr = ExprOf(k.prologue_inputs, exprs, -1, "");
+        std::string value;
+        if (red_input.kind == ValueRef::Kind::kNode && Contains(prologue, red_input.index)) {
+          value = absl::StrCat("v", red_input.index);
+        } else {
+          value = expr(red_input);
+        }
+        const std::string conv = logical
+                                     ? absl::StrCat("(gf::cv<bool>(", value, ") ? 1 : 0)")
+                                     : absl::StrCat("gf::in<", push.empty() ? acc : element, ", ",
+                                                    RegisterTypeName(compute), ">(", value, ")");
+        const std::string accvar = absl::StrCat("acc", (u * e + j) % 4);
+        const std::string step_add =
+            push.empty()
+                ? absl::StrCat("const ", acc, " b = ", conv, "; ", accvar, " = ", combine, ";")
+                : absl::StrCat("const ", element, " x = ", conv, "; ", accvar, " = ",
+                               absl::StrReplaceAll(push, {{"ACC", accvar}}), ";");
+        bodies[u].push_back(
+            absl::StrCat("      {\n", internal::EmitElementwiseNodes(graph, prologue, expr),
+                         "      { const ", acc, " a = ", accvar, "; ", step_add, " }\n      }\n"));
+      }
+    }
+    const std::string b = absl::StrCat(k.block);
+    vector_inner_loop = absl::StrCat(
+        init, "    const long long base_ = m * R;\n", "    long long head_ = ((base_ + k0 + ",
+        e - 1, ") / ", e, ") * ", e, " - base_;\n", "    if (head_ > k1) head_ = k1;\n",
+        "    const long long vend_ = head_ + ((k1 - head_) / ", e, ") * ", e, ";\n",
+        "    for (long long kk = k0 + threadIdx.x; kk < head_; kk += ", b, ") {\n",
+        accumulate_into("kk", "acc0"), "    }\n", "    const long long nv_ = (base_ + vend_) / ", e,
+        ";\n", "    long long kv = (base_ + head_) / ", e, " + threadIdx.x;\n", "    for (; kv + ",
+        b, " < nv_; kv += 2 * ", b, ") {\n", loads[0], loads[1], absl::StrJoin(bodies[0], ""),
+        absl::StrJoin(bodies[1], ""), "    }\n", "    for (; kv < nv_; kv += ", b, ") {\n",
+        loads[0], absl::StrJoin(bodies[0], ""), "    }\n",
+        "    for (long long kk = vend_ + threadIdx.x; kk < k1; kk += ", b, ") {\n",
+        accumulate_into("kk", "acc0"), "    }\n", merge);
+  }
   const std::string inner_loop =
-      absl::StrCat(init, "    long long kk = k0 + threadIdx.x;\n    for (; kk + ", 3 * k.block,
-                   " < k1; kk += ", 4 * k.block, ") {\n", accumulate_into("kk", "acc0"),
-                   accumulate_into(absl::StrCat("kk + ", k.block), "acc1"),
-                   accumulate_into(absl::StrCat("kk + ", 2 * k.block), "acc2"),
-                   accumulate_into(absl::StrCat("kk + ", 3 * k.block), "acc3"),
-                   "    }\n    for (; kk < k1; kk += ", k.block, ") {\n",
-                   accumulate_into("kk", "acc0"), "    }\n", merge);
+      vector_width > 1
+          ? vector_inner_loop
+          : absl::StrCat(init, "    long long kk = k0 + threadIdx.x;\n    for (; kk + ",
+                         3 * k.block, " < k1; kk += ", 4 * k.block, ") {\n",
+                         accumulate_into("kk", "acc0"),
+                         accumulate_into(absl::StrCat("kk + ", k.block), "acc1"),
+                         accumulate_into(absl::StrCat("kk + ", 2 * k.block), "acc2"),
+                         accumulate_into(absl::StrCat("kk + ", 3 * k.block), "acc3"),
+                         "    }\n    for (; kk < k1; kk += ", k.block, ") {\n",
+                         accumulate_into("kk", "acc0"), "    }\n", merge);
   // Writes output m from `acc`.
   const char* red_t = RegisterTypeName(red.type.output.dtype);
   const std::string epi_body = internal::EmitElementwiseNodes(
