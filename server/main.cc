@@ -72,6 +72,9 @@ ABSL_FLAG(std::string, cuda_include_dir, "/usr/local/cuda/include",
 ABSL_FLAG(std::string, kernel_cache_dir, "",
           "On-disk cache of compiled kernels (cuda backend); empty: "
           "$XDG_CACHE_HOME/gpuflow/kernels, else ~/.cache/gpuflow/kernels; none: memory only");
+ABSL_FLAG(ByteCount, kernel_cache_preload, ByteCount{int64_t{256} << 20},
+          "At start, load this many bytes of the most recently used cached kernels into the "
+          "device in the background (cuda backend); 0: off");
 ABSL_FLAG(ByteCount, kernel_cache_max_bytes, ByteCount{int64_t{1} << 30},
           "Bound on the on-disk kernel cache (least recently used entries are evicted); 0: none");
 ABSL_FLAG(std::string, precompile, "",
@@ -129,6 +132,7 @@ const std::vector<std::string> kEnvFlags = {
     "cuda_include_dir",
     "kernel_cache_dir",
     "kernel_cache_max_bytes",
+    "kernel_cache_preload",
     "precompile",
 };
 
@@ -176,6 +180,7 @@ absl::StatusOr<std::unique_ptr<gpuflow::Backend>> CreateBackend(const std::strin
   options.kernel_cache_dir =
       gpuflow::cuda::ResolveKernelCacheDir(absl::GetFlag(FLAGS_kernel_cache_dir));
   options.kernel_cache_max_bytes = absl::GetFlag(FLAGS_kernel_cache_max_bytes).bytes;
+  options.kernel_cache_preload_bytes = absl::GetFlag(FLAGS_kernel_cache_preload).bytes;
   absl::StatusOr<std::unique_ptr<gpuflow::Backend>> cuda =
       gpuflow::cuda::CreateCudaBackend(options);
   if (cuda.ok()) {

@@ -171,12 +171,19 @@ class CudaBackend final : public Backend {
                      .warn = nullptr}),
         nvrtc_version_(NvrtcVersion()),
         header_identity_(disk_cache_.enabled() ? CudaHeaderIdentity(options.cuda_include_dir)
-                                               : std::string()) {}
+                                               : std::string()) {
+    if (disk_cache_.enabled() && options_.kernel_cache_preload_bytes > 0) {
+      preload_thread_ = std::thread([this] { Preload(); });
+    }
+  }
 
   ~CudaBackend() override {
+    stopping_ = true;
+    if (preload_thread_.joinable()) preload_thread_.join();
     cudaSetDevice(options_.device);
     absl::MutexLock lock(&kernels_mu_);
     for (auto& [key, library] : libraries_) cudaLibraryUnload(library.library);
+    for (auto& [key, library] : preloaded_) cudaLibraryUnload(library.library);
   }
 
   absl::string_view name() const override { return "cuda"; }
@@ -413,6 +420,26 @@ class CudaBackend final : public Backend {
     compile.cuda_include_dir = options_.cuda_include_dir;
     compile.extra_options = extra_options;
     LoadedKernel loaded;
+    if (has_preloaded_.load()) {
+      // A module the start-up preload brought in from disk.
+      const KernelDigest digest = DigestOf(KeyFor(source, compile));
+      absl::MutexLock lock(&kernels_mu_);
+      if (auto it = preloaded_.find(digest); it != preloaded_.end()) {
+        loaded = it->second;
+        preloaded_.erase(it);
+        libraries_.emplace(module_key, loaded);
+        if (absl::Status s =
+                Check(cudaLibraryGetKernel(&loaded.kernel, loaded.library, name.c_str()),
+                      "cudaLibraryGetKernel");
+            !s.ok()) {
+          return s;
+        }
+        ++disk_hits_;
+        ++result.kernel_cache_hits;
+        ++memory_entries_;
+        return kernels_.emplace(key, loaded).first->second.kernel;
+      }
+    }
     absl::StatusOr<std::string> cubin = CubinFor(source, compile, result, loaded);
     if (!cubin.ok()) return cubin.status();
     if (absl::Status s = Check(cudaLibraryLoadData(&loaded.library, cubin->data(), nullptr, nullptr,
@@ -502,6 +529,55 @@ class CudaBackend final : public Backend {
     if (compiled_plans_.size() >= 4096) compiled_plans_.clear();
     compiled_plans_.insert(&plan);
   }
+  // The disk cache key of a module.
+  KernelKey KeyFor(const std::string& source, const CompileOptions& compile) const {
+    KernelKey key;
+    key.source = source;
+    key.name = "gpuflow";
+    key.options = NvrtcOptions(compile);
+    key.arch = compile.arch;
+    key.nvrtc_version = nvrtc_version_;
+    key.header_identity = header_identity_;
+    return key;
+  }
+  // Loads the most recently used disk entries into the context (the
+  // start-up thread; stops early when the backend is destroyed).
+  void Preload() {
+    cudaSetDevice(options_.device);
+    for (const KernelDigest& digest :
+         disk_cache_.RecentEntries(options_.kernel_cache_preload_bytes)) {
+      if (stopping_) return;
+      std::optional<std::string> cubin = disk_cache_.Load(digest);
+      if (!cubin) continue;
+      LoadedKernel loaded;
+      if (cudaLibraryLoadData(&loaded.library, cubin->data(), nullptr, nullptr, 0, nullptr, nullptr,
+                              0) != cudaSuccess) {
+        cudaGetLastError();
+        continue;
+      }
+      // Load every kernel of the module now, not at its first launch.
+      unsigned int count = 0;
+      if (cudaLibraryGetKernelCount(&count, loaded.library) == cudaSuccess && count > 0) {
+        std::vector<cudaKernel_t> kernels(count);
+        if (cudaLibraryEnumerateKernels(kernels.data(), count, loaded.library) == cudaSuccess) {
+          for (cudaKernel_t k : kernels) {
+            cudaFuncAttributes attributes;
+            cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(k));
+          }
+        }
+      }
+      cudaGetLastError();
+      loaded.disk_digest = digest;
+      loaded.disk_touched = absl::Now();
+      absl::MutexLock lock(&kernels_mu_);
+      if (!preloaded_.emplace(digest, loaded).second) cudaLibraryUnload(loaded.library);
+      has_preloaded_ = true;
+    }
+  }
+  std::thread preload_thread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> has_preloaded_{false};
+  absl::flat_hash_map<KernelDigest, LoadedKernel> preloaded_ ABSL_GUARDED_BY(kernels_mu_);
   absl::Mutex compiled_plans_mu_;
   absl::flat_hash_set<const Plan*> compiled_plans_ ABSL_GUARDED_BY(compiled_plans_mu_);
   absl::Mutex kernels_mu_;
@@ -1253,14 +1329,8 @@ absl::StatusOr<std::string> CudaBackend::CubinFor(const std::string& source,
                                                   LoadedKernel& loaded) {
   // The program name does not change the cubin; one name for all keeps one
   // disk entry per module whichever kernel is asked for first.
-  const std::string name = "gpuflow";
-  KernelKey key;
-  key.source = source;
-  key.name = name;
-  key.options = NvrtcOptions(compile);
-  key.arch = compile.arch;
-  key.nvrtc_version = nvrtc_version_;
-  key.header_identity = header_identity_;
+  const KernelKey key = KeyFor(source, compile);
+  const std::string& name = key.name;
   double compile_seconds = 0;
   absl::StatusOr<CachedCubin> cubin =
       disk_cache_.GetOrCompile(key, [&]() -> absl::StatusOr<std::string> {

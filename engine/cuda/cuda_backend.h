@@ -38,6 +38,10 @@ struct CudaBackendOptions {
   // Bound on the on-disk cache's size (least recently used entries are
   // evicted); 0: unbounded.
   int64_t kernel_cache_max_bytes = int64_t{1} << 30;
+  // At start, a background thread loads the most recently used disk entries
+  // (up to this many bytes of cubins) into the context, so a restarted
+  // server's first requests find their kernels loaded. 0: off.
+  int64_t kernel_cache_preload_bytes = int64_t{256} << 20;
 };
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const CudaBackendOptions& options);

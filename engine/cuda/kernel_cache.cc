@@ -386,6 +386,48 @@ void DiskKernelCache::Store(const KernelDigest& digest, absl::string_view cubin)
   ScanAndEvict();
 }
 
+std::vector<KernelDigest> DiskKernelCache::RecentEntries(int64_t max_bytes) const {
+  std::vector<KernelDigest> out;
+  if (!enabled() || max_bytes <= 0) return out;
+  DIR* dir = opendir(options_.directory.c_str());
+  if (dir == nullptr) return out;
+  struct Entry {
+    struct timespec mtime;
+    int64_t size;
+    std::string name;
+  };
+  std::vector<Entry> entries;
+  const int dir_fd = dirfd(dir);
+  while (struct dirent* d = readdir(dir)) {
+    const absl::string_view name = d->d_name;
+    if (!internal::IsEntryFileName(name)) continue;
+    struct stat st {};
+    if (fstatat(dir_fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    entries.push_back({st.st_mtim, static_cast<int64_t>(st.st_size), std::string(name)});
+  }
+  closedir(dir);
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.mtime.tv_sec, a.mtime.tv_nsec) > std::tie(b.mtime.tv_sec, b.mtime.tv_nsec);
+  });
+  int64_t total = 0;
+  for (const Entry& e : entries) {
+    if (total + e.size > max_bytes) break;
+    total += e.size;
+    KernelDigest digest{};
+    const std::string hex = e.name.substr(0, 64);
+    bool ok = hex.size() == 64;
+    for (size_t i = 0; ok && i < digest.size(); ++i) {
+      unsigned value = 0;
+      ok = std::sscanf(hex.c_str() + 2 * i, "%2x", &value) == 1;
+      digest[i] = static_cast<uint8_t>(value);
+    }
+    if (ok) out.push_back(digest);
+  }
+  return out;
+}
+
 void DiskKernelCache::ScanAndEvict() {
   DIR* dir = opendir(options_.directory.c_str());
   if (dir == nullptr) return;

@@ -152,6 +152,11 @@ class DiskKernelCache {
 
   Stats stats() const;
 
+  // The digests of the most recently used entries, newest first, as many
+  // as fit in `max_bytes` (for preloading them at start). Empty when the
+  // disk layer is off.
+  std::vector<KernelDigest> RecentEntries(int64_t max_bytes) const;
+
  private:
   // Scans the directory, removes stale temporary files and evicts down to
   // max_bytes; updates stats_.entries/bytes.

@@ -330,6 +330,25 @@ TEST_F(KernelCacheTest, EvictionKeepsTheMostRecentlyUsedWithinTheBound) {
   EXPECT_THAT(Files(), UnorderedElementsAre(EntryName(a), EntryName(b), EntryName(d)));
 }
 
+TEST_F(KernelCacheTest, RecentEntriesListsTheNewestFirstWithinTheBytes) {
+  const KernelKey a = TestKey("a"), b = TestKey("b"), c = TestKey("c");
+  const int64_t entry_bytes =
+      internal::kEntryHeaderBytes + static_cast<int64_t>(FakeCubin(a).size());
+  DiskKernelCache cache(Options());
+  for (const KernelKey* key : {&a, &b, &c}) ASSERT_THAT(Get(cache, *key), IsOk());
+  // LRU clock: b < c < a.
+  int64_t seconds = 1000;
+  for (const KernelKey* key : {&b, &c, &a}) {
+    const struct timespec times[2] = {{seconds, 0}, {seconds, 0}};
+    ASSERT_EQ(utimensat(AT_FDCWD, (dir_ + "/" + EntryName(*key)).c_str(), times, 0), 0);
+    seconds += 1000;
+  }
+  EXPECT_THAT(cache.RecentEntries(3 * entry_bytes),
+              ElementsAre(DigestOf(a), DigestOf(c), DigestOf(b)));
+  EXPECT_THAT(cache.RecentEntries(2 * entry_bytes + 1), ElementsAre(DigestOf(a), DigestOf(c)));
+  EXPECT_THAT(cache.RecentEntries(0), IsEmpty());
+}
+
 TEST_F(KernelCacheTest, OpeningEvictsDownToASmallerBound) {
   const KernelKey a = TestKey("a"), b = TestKey("b");
   {
