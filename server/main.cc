@@ -62,6 +62,9 @@ ABSL_FLAG(bool, allow_raw_kernels, false,
           "Accept raw_kernel nodes (CuPy RawKernel): their CUDA code can read and write any "
           "memory of the process, so enable this only for trusted clients");
 ABSL_FLAG(int, device, 0, "CUDA device ordinal (cuda backend)");
+ABSL_FLAG(int, reduction_blocks_per_sm, 8,
+          "Reductions with too few outputs to fill the GPU split their reduced range until about "
+          "this many blocks per SM run (cuda backend; tuning)");
 ABSL_FLAG(ByteCount, pool_reserve, ByteCount{int64_t{1} << 30},
           "Device memory the pool reserves at start, so first requests do not grow it (cuda "
           "backend; at most --pool_release_threshold)");
@@ -129,6 +132,7 @@ const std::vector<std::string> kEnvFlags = {
     "device",
     "pool_release_threshold",
     "pool_reserve",
+    "reduction_blocks_per_sm",
     "cuda_include_dir",
     "kernel_cache_dir",
     "kernel_cache_max_bytes",
@@ -176,6 +180,7 @@ absl::StatusOr<std::unique_ptr<gpuflow::Backend>> CreateBackend(const std::strin
   options.device = absl::GetFlag(FLAGS_device);
   options.pool_release_threshold = absl::GetFlag(FLAGS_pool_release_threshold).bytes;
   options.pool_reserve = absl::GetFlag(FLAGS_pool_reserve).bytes;
+  options.reduction_blocks_per_sm = std::max(1, absl::GetFlag(FLAGS_reduction_blocks_per_sm));
   options.cuda_include_dir = absl::GetFlag(FLAGS_cuda_include_dir);
   options.kernel_cache_dir =
       gpuflow::cuda::ResolveKernelCacheDir(absl::GetFlag(FLAGS_kernel_cache_dir));

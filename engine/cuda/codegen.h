@@ -105,6 +105,8 @@ struct SoftmaxKernel {
   int64_t rows = 0;
   int64_t row_length = 0;
   int block = 256;
+  // Elements per 16-byte vector load and store (0: scalar).
+  int vector_width = 0;
 };
 absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(
     const ValidatedGraph& graph, const Step& step, const std::string& name = "gf_softmax");

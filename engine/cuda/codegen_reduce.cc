@@ -536,6 +536,68 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
   const std::string epi_body = internal::EmitElementwiseNodes(
       graph, epilogue, ExprOf(k.inputs, exprs, step.reduction, absl::StrCat("v", step.reduction)));
   const std::string l = absl::StrCat(k.row_length);
+  // Rows read and written as 16-byte vectors: when the softmax input is the
+  // only array the step reads and rows are whole vectors.
+  int pointers = 0;
+  for (const StepInput& in : k.inputs) pointers += in.by_value ? 0 : 1;
+  const DType in_dtype = graph.TypeOf(input).dtype;
+  const DType out_dtype = graph.nodes[step.root].type.output.dtype;
+  const int e = static_cast<int>(16 / std::max(ItemSize(in_dtype), ItemSize(out_dtype)));
+  bool epilogue_reads_input = false;
+  for (int n : epilogue) {
+    for (const ValueRef& ref : graph.nodes[n].inputs) epilogue_reads_input |= ref == input;
+  }
+  const bool vectorize = prologue.empty() && pointers == 1 && !k.inputs[0].by_value &&
+                         k.inputs[0].ref == input && !epilogue_reads_input && e > 1 &&
+                         k.row_length % e == 0;
+  if (vectorize) {
+    k.vector_width = e;
+    const int64_t vectors = k.row_length / e;
+    const int64_t vpt_v = (vectors + k.block - 1) / k.block;
+    const char* in_t = StorageTypeName(in_dtype);
+    const std::string lv = absl::StrCat(vectors);
+    std::string vsrc = absl::StrCat(
+        "#include <cub/block/block_reduce.cuh>\n", "struct ", name, "_args { unsigned long long w[",
+        word, "]; };\n", "struct ", name, "_max { __device__ __forceinline__ ", c,
+        " operator()(const ", c, "& a, const ", c, "& b) const { return gf::op_maximum<", c,
+        ">(a, b); } };\n", "extern \"C\" __global__ void __launch_bounds__(", k.block, ") ", name,
+        "(const ", name, "_args p) {\n", decl, "  typedef cub::BlockReduce<", c, ", ", k.block,
+        "> reduce_t;\n", "  __shared__ typename reduce_t::TempStorage temp;\n", "  __shared__ ", c,
+        " shared;\n", "  typedef gf::vec<", in_t, ", ", e, "> vin_t;\n", "  typedef gf::vec<",
+        out_t, ", ", e, "> vout_t;\n",
+        "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n", "    ", c, " v[",
+        vpt_v * e, "];\n", "    ", c, " mx = -gf::inf<", c, ">();\n", "#pragma unroll\n",
+        "    for (int i = 0; i < ", vpt_v, "; ++i) {\n", "      const int jv = threadIdx.x + i * ",
+        k.block, ";\n", "#pragma unroll\n", "      for (int q = 0; q < ", e, "; ++q) v[i * ", e,
+        " + q] = -gf::inf<", c, ">();\n", "      if (jv < ", lv, ") {\n",
+        "        const vin_t xv = ((const vin_t*)in0)[row * ", lv, " + jv];\n", "#pragma unroll\n",
+        "        for (int q = 0; q < ", e, "; ++q) {\n", "          v[i * ", e, " + q] = gf::in<",
+        c, ", ", RegisterTypeName(sm.type.compute_dtype), ">(xv.v[q]);\n",
+        "          mx = gf::op_maximum<", c, ">(mx, v[i * ", e, " + q]);\n", "        }\n",
+        "      }\n    }\n", "    mx = reduce_t(temp).Reduce(mx, ", name, "_max());\n",
+        "    if (threadIdx.x == 0) shared = mx;\n", "    __syncthreads();\n", "    mx = shared;\n",
+        "    ", c, " sum = 0;\n", "#pragma unroll\n", "    for (int i = 0; i < ", vpt_v,
+        "; ++i) {\n", "      if (threadIdx.x + i * ", k.block, " < ", lv, ") {\n",
+        "#pragma unroll\n", "        for (int q = 0; q < ", e, "; ++q) ",
+        log ? "sum += exp(v[i * " : "{ v[i * ",
+        log ? absl::StrCat(e, " + q] - mx);\n")
+            : absl::StrCat(e, " + q] = exp(v[i * ", e, " + q] - mx); sum += v[i * ", e,
+                           " + q]; }\n"),
+        "      }\n    }\n", "    __syncthreads();\n", "    sum = reduce_t(temp).Sum(sum);\n",
+        "    if (threadIdx.x == 0) shared = sum;\n", "    __syncthreads();\n",
+        "    sum = shared;\n", "#pragma unroll\n", "    for (int i = 0; i < ", vpt_v, "; ++i) {\n",
+        "      const int jv = threadIdx.x + i * ", k.block, ";\n", "      if (jv < ", lv, ") {\n",
+        "        vout_t ov;\n", "#pragma unroll\n", "        for (int q = 0; q < ", e, "; ++q) {\n",
+        "          const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t, ">(",
+        log ? absl::StrCat("v[i * ", e, " + q] - mx - log(sum)")
+            : absl::StrCat("v[i * ", e, " + q] / sum"),
+        ");\n", epi_body, "          ov.v[q] = gf::cv<", out_t, ">(v", step.root, ");\n",
+        "        }\n", "        ((vout_t*)out)[row * ", lv, " + jv] = ov;\n", "      }\n    }\n",
+        "    __syncthreads();\n  }\n}\n");
+    k.kernel_source = vsrc;
+    k.source = absl::StrCat(kDeviceLibrary, vsrc);
+    return k;
+  }
   std::string src = absl::StrCat(
       "#include <cub/block/block_reduce.cuh>\n", "struct ", name, "_args { unsigned long long w[",
       word, "]; };\n", "struct ", name, "_max { __device__ __forceinline__ ", c,

@@ -125,7 +125,7 @@ struct ReductionGrid {
   bool finalize_by_block = false;
 };
 
-ReductionGrid ReductionGridFor(const ReductionKernel& k, int64_t sms) {
+ReductionGrid ReductionGridFor(const ReductionKernel& k, int64_t sms, int64_t blocks_per_sm) {
   const int64_t m = k.outputs;
   const int64_t r = k.reduced;
   const bool outer = k.strategy == ReductionKernel::Strategy::kOuter;
@@ -135,7 +135,7 @@ ReductionGrid ReductionGridFor(const ReductionKernel& k, int64_t sms) {
   // Enough blocks to fill the device: split the reduced range when the
   // outputs alone do not.
   if (grid.blocks_x < 2 * sms) {
-    int64_t splits = (8 * sms + grid.blocks_x - 1) / grid.blocks_x;
+    int64_t splits = (blocks_per_sm * sms + grid.blocks_x - 1) / grid.blocks_x;
     splits = std::clamp<int64_t>(splits, 1, std::max<int64_t>(1, r / (outer ? 64 : 2048)));
     grid.splits = std::min<int64_t>(splits, 65535);
   }
@@ -926,7 +926,7 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
   const ReductionKernel& k = **reduction;
   const int64_t m = k.outputs;
   const int64_t r = k.reduced;
-  const ReductionGrid grid = ReductionGridFor(k, sms);
+  const ReductionGrid grid = ReductionGridFor(k, sms, options_.reduction_blocks_per_sm);
   const int64_t blocks_x = grid.blocks_x;
   const int64_t splits = grid.splits;
   const int64_t chunk = (r + splits - 1) / splits;
@@ -1446,7 +1446,8 @@ absl::Status CudaBackend::PrecompileStep(const ValidatedGraph& graph, const Step
   if (!reduction->has_value()) return absl::OkStatus();  // runs on the host
   const ReductionKernel& k = **reduction;
   if (absl::Status s = GetKernel(k.source, k.name, counts).status(); !s.ok()) return s;
-  const ReductionGrid grid = ReductionGridFor(k, props_.multiProcessorCount);
+  const ReductionGrid grid =
+      ReductionGridFor(k, props_.multiProcessorCount, options_.reduction_blocks_per_sm);
   if (grid.splits == 1) return absl::OkStatus();
   return GetKernel(k.source, FinalizeKernelName(k, grid), counts).status();
 }

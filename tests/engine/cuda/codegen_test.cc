@@ -392,5 +392,39 @@ TEST(NvrtcTest, CompileErrorsCarryTheLog) {
   EXPECT_THAT(m.status().message(), HasSubstr("undefined_thing"));
 }
 
+// Rows of whole 16-byte vectors are read and written as vectors (softmax
+// and log_softmax, float32 and float16, with an epilogue); a row that is not
+// (or an epilogue that reads the input again) keeps scalar accesses.
+TEST(CodegenTest, SoftmaxRowsOfWholeVectorsUseVectorLoads) {
+  std::string program = kDeviceLibrary;
+  int kernels = 0;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16}) {
+    for (const char* op : {"softmax", "log_softmax"}) {
+      for (bool reread : {false, true}) {
+        Graph g;
+        Node sm = MakeNode("s", op, {Input::Array("x")});
+        sm.attrs["axis"] = int64_t{-1};
+        g.nodes.push_back(sm);
+        g.nodes.push_back(MakeNode(
+            "e", "mul",
+            {Input::Node("s"), reread ? Input::Array("x") : Input::FromScalar(Scalar::Int(2))}));
+        auto prepared = Prepare(g, dtype, {16, 1024}, {});
+        ASSERT_TRUE(prepared.has_value());
+        ASSERT_EQ(prepared->second->steps.size(), 1u);
+        auto k = GenerateSoftmax(prepared->first, prepared->second->steps[0],
+                                 "sm" + std::to_string(kernels++));
+        ASSERT_TRUE(k.ok()) << k.status();
+        ASSERT_TRUE(k->has_value());
+        EXPECT_EQ((*k)->vector_width, reread ? 0 : (dtype == DType::kFloat32 ? 4 : 8));
+        program += (*k)->kernel_source;
+      }
+    }
+  }
+  CompileOptions options;
+  options.arch = 90;
+  absl::StatusOr<CompiledModule> module = CompileToCubin(program, "softmax.cu", options);
+  ASSERT_TRUE(module.ok()) << module.status();
+}
+
 }  // namespace
 }  // namespace gpuflow::cuda
