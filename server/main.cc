@@ -62,7 +62,7 @@ ABSL_FLAG(bool, allow_raw_kernels, false,
           "Accept raw_kernel nodes (CuPy RawKernel): their CUDA code can read and write any "
           "memory of the process, so enable this only for trusted clients");
 ABSL_FLAG(int, device, 0, "CUDA device ordinal (cuda backend)");
-ABSL_FLAG(int, reduction_blocks_per_sm, 8,
+ABSL_FLAG(int, reduction_blocks_per_sm, 4,
           "Reductions with too few outputs to fill the GPU split their reduced range until about "
           "this many blocks per SM run (cuda backend; tuning)");
 ABSL_FLAG(ByteCount, pool_reserve, ByteCount{int64_t{1} << 30},

@@ -32,7 +32,7 @@ struct CudaBackendOptions {
   int64_t pool_reserve = int64_t{1} << 30;
   // A reduction whose outputs do not fill the device splits its reduced
   // range until about this many blocks per SM run (a tuning knob).
-  int64_t reduction_blocks_per_sm = 8;
+  int64_t reduction_blocks_per_sm = 4;
   // Headers for NVRTC (cuda_fp16.h, cub/).
   std::string cuda_include_dir = "/usr/local/cuda/include";
   // The on-disk kernel cache behind the in-memory one (kernel_cache.h);
