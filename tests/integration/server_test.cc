@@ -35,13 +35,12 @@
 #include "google/protobuf/wrappers.pb.h"
 #include "gpuflow/v1/service.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "tests/testing/server_process.h"
 #include "tests/testing/status_matchers.h"
 
 #ifndef GPUFLOW_SERVER_BIN
 #error "GPUFLOW_SERVER_BIN must name the gpuflowd binary"
 #endif
-
-extern char** environ;
 
 namespace gpuflow {
 namespace {
@@ -57,148 +56,7 @@ using ::testing::SizeIs;
 constexpr int64_t kKiB = int64_t{1} << 10;
 constexpr int64_t kMiB = int64_t{1} << 20;
 
-// ---------------------------------------------------------------- the child process
-
-// A gpuflowd child process listening on a free port. The destructor kills it
-// (SIGKILL) if it is still running.
-class ServerProcess {
- public:
-  // Starts gpuflowd with --port=0, --port_file and `args`, adding `env`
-  // ("NAME=value") to this process's environment minus any GPUFLOW_*
-  // variables, and waits until it writes its port. An error when it exits
-  // first (naming the exit status) or does not start within 30 s.
-  static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
-      const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
-    auto server = std::unique_ptr<ServerProcess>(new ServerProcess());
-    std::string dir_template = ::testing::TempDir() + "gpuflowd_test.XXXXXX";
-    if (mkdtemp(dir_template.data()) == nullptr) {
-      return absl::InternalError(absl::StrCat("mkdtemp: ", std::strerror(errno)));
-    }
-    server->dir_ = dir_template;
-    server->port_file_ = server->dir_ + "/port";
-
-    // An IP address on both sides keeps DNS (c-ares, which leaks a few bytes
-    // that LeakSanitizer reports) out of the test. Servers run in parallel, so
-    // none takes the default metrics port (`args` may give one).
-    std::vector<std::string> argv_strings = {GPUFLOW_SERVER_BIN, "--address=127.0.0.1", "--port=0",
-                                             "--port_file=" + server->port_file_,
-                                             "--metrics_port=0"};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<std::string> env_strings = env;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (!absl::StartsWith(*e, "GPUFLOW_")) env_strings.emplace_back(*e);
-    }
-    std::vector<char*> argv = CStrings(argv_strings);
-    std::vector<char*> envp = CStrings(env_strings);
-
-    // The child must not inherit a blocked or ignored SIGTERM/SIGINT.
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGTERM);
-    sigaddset(&defaults, SIGINT);
-    sigaddset(&defaults, SIGPIPE);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    const int error = posix_spawn(&server->pid_, argv[0], nullptr, &attr, argv.data(), envp.data());
-    posix_spawnattr_destroy(&attr);
-    if (error != 0) {
-      server->pid_ = -1;
-      return absl::InternalError(
-          absl::StrCat("posix_spawn ", GPUFLOW_SERVER_BIN, ": ", std::strerror(error)));
-    }
-
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    while (absl::Now() < deadline) {
-      std::ifstream file(server->port_file_);
-      std::string line;
-      if (file && std::getline(file, line) && absl::SimpleAtoi(line, &server->port_) &&
-          server->port_ > 0) {
-        return server;
-      }
-      absl::StatusOr<int> exit_status = server->WaitForExit(absl::ZeroDuration());
-      if (exit_status.ok()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "gpuflowd exited with ", DescribeWaitStatus(*exit_status), " before serving"));
-      }
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-    return absl::DeadlineExceededError("gpuflowd did not write its port file within 30 s");
-  }
-
-  ServerProcess(const ServerProcess&) = delete;
-  ServerProcess& operator=(const ServerProcess&) = delete;
-
-  ~ServerProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-    }
-    if (!dir_.empty()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(dir_, ignored);
-    }
-  }
-
-  int port() const { return port_; }
-  std::string address() const { return absl::StrCat("ipv4:127.0.0.1:", port_); }
-
-  // Sends `signal_number`, then waits up to `timeout` for the process to
-  // exit; returns its wait status.
-  absl::StatusOr<int> SignalAndWait(int signal_number, absl::Duration timeout) {
-    if (pid_ <= 0) return absl::FailedPreconditionError("gpuflowd is not running");
-    if (kill(pid_, signal_number) != 0) {
-      return absl::InternalError(absl::StrCat("kill: ", std::strerror(errno)));
-    }
-    return WaitForExit(timeout);
-  }
-
-  static std::string DescribeWaitStatus(int status) {
-    if (WIFEXITED(status)) return absl::StrCat("status ", WEXITSTATUS(status));
-    if (WIFSIGNALED(status)) return absl::StrCat("signal ", strsignal(WTERMSIG(status)));
-    return absl::StrCat("wait status ", status);
-  }
-
- private:
-  ServerProcess() = default;
-
-  static std::vector<char*> CStrings(std::vector<std::string>& strings) {
-    std::vector<char*> out;
-    for (std::string& s : strings) out.push_back(s.data());
-    out.push_back(nullptr);
-    return out;
-  }
-
-  // The wait status once the process has exited (and is reaped);
-  // DEADLINE_EXCEEDED while it still runs after `timeout`.
-  absl::StatusOr<int> WaitForExit(absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (true) {
-      int status = 0;
-      const pid_t done = waitpid(pid_, &status, WNOHANG);
-      if (done == pid_) {
-        pid_ = -1;
-        return status;
-      }
-      if (done < 0) return absl::InternalError(absl::StrCat("waitpid: ", std::strerror(errno)));
-      if (absl::Now() >= deadline) {
-        return absl::DeadlineExceededError(
-            absl::StrCat("gpuflowd still running after ", absl::FormatDuration(timeout)));
-      }
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-  }
-
-  pid_t pid_ = -1;
-  std::string dir_;
-  std::string port_file_;
-  int port_ = 0;
-};
+using ::gpuflow::testing::ServerProcess;
 
 // ---------------------------------------------------------------- helpers
 
@@ -418,7 +276,8 @@ class Client {
 class ServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(kSharedServerArgs);
+    absl::StatusOr<std::unique_ptr<ServerProcess>> server =
+        ServerProcess::Start(GPUFLOW_SERVER_BIN, kSharedServerArgs);
     start_status_ = server.status();
     if (server.ok()) server_ = *std::move(server);
   }
@@ -960,7 +819,7 @@ TEST_F(ServerTest, HealthCheckServes) {
 
 TEST(GpuflowdProcessTest, SigtermStopsTheServerWithExitStatusZero) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server,
-                       ServerProcess::Start({"--shutdown_grace=2s"}));
+                       ServerProcess::Start(GPUFLOW_SERVER_BIN, {"--shutdown_grace=2s"}));
   {
     Client client(server->address());
     ASSERT_TRUE(client.WaitForConnected());
@@ -974,7 +833,7 @@ TEST(GpuflowdProcessTest, SigtermStopsTheServerWithExitStatusZero) {
 
 TEST(GpuflowdProcessTest, MaxSessionsIsResourceExhausted) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server,
-                       ServerProcess::Start({"--max_sessions=2"}));
+                       ServerProcess::Start(GPUFLOW_SERVER_BIN, {"--max_sessions=2"}));
   Client client(server->address());
   ASSERT_TRUE(client.WaitForConnected());
   const std::string first = client.NewSession();
@@ -990,7 +849,7 @@ TEST(GpuflowdProcessTest, MaxSessionsIsResourceExhausted) {
 TEST(GpuflowdProcessTest, EnvironmentSetsFlagsAndTheCommandLineWins) {
   ASSERT_OK_AND_ASSIGN(
       std::unique_ptr<ServerProcess> server,
-      ServerProcess::Start({"--max_array_bytes=2MiB"},
+      ServerProcess::Start(GPUFLOW_SERVER_BIN, {"--max_array_bytes=2MiB"},
                            {"GPUFLOW_MAX_SESSIONS=3", "GPUFLOW_MAX_ARRAY_BYTES=1MiB"}));
   Client client(server->address());
   ASSERT_TRUE(client.WaitForConnected());
@@ -1001,7 +860,7 @@ TEST(GpuflowdProcessTest, EnvironmentSetsFlagsAndTheCommandLineWins) {
 }
 
 TEST(GpuflowdProcessTest, BadEnvironmentValueStopsTheServerWithStatusTwo) {
-  EXPECT_THAT(ServerProcess::Start({}, {"GPUFLOW_MAX_ARRAY_BYTES=lots"}),
+  EXPECT_THAT(ServerProcess::Start(GPUFLOW_SERVER_BIN, {}, {"GPUFLOW_MAX_ARRAY_BYTES=lots"}),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("exited with status 2")));
 }
 

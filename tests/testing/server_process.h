@@ -6,8 +6,8 @@
 //
 // The server listens on 127.0.0.1 on a free port (--port=0 --port_file),
 // without a metrics endpoint (--metrics_port=0); the destructor kills it (SIGKILL) if it still
-// runs. An IP address on both sides keeps DNS (c-ares, which leaks a few bytes that LeakSanitizer
-// reports) out of the tests.
+// runs. SignalAndWait tests shutdown. An IP address on both sides keeps DNS (c-ares, which leaks a
+// few bytes that LeakSanitizer reports) out of the tests.
 #ifndef GPUFLOW_TESTS_TESTING_SERVER_PROCESS_H_
 #define GPUFLOW_TESTS_TESTING_SERVER_PROCESS_H_
 
@@ -41,25 +41,29 @@ namespace gpuflow::testing {
 class ServerProcess {
  public:
   // Starts `binary` with --address=127.0.0.1 --port=0 --port_file=... and
-  // `args`, in this process's environment minus any GPUFLOW_* variables, and
-  // waits until it writes its port. An error when it exits first (naming the
-  // exit status) or does not start within 30 s.
+  // `args`, adding `env` ("NAME=value") to this process's environment minus
+  // any GPUFLOW_* variables, and waits until it writes its port. An error
+  // when it exits first (naming the exit status) or does not start within
+  // 30 s.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
-      const std::string& binary, const std::vector<std::string>& args) {
+      const std::string& binary, const std::vector<std::string>& args,
+      const std::vector<std::string>& env = {}) {
     auto server = std::unique_ptr<ServerProcess>(new ServerProcess());
-    std::string dir_template = ::testing::TempDir() + "gpuflowd.XXXXXX";
+    std::string dir_template = ::testing::TempDir() + "gpuflowd_test.XXXXXX";
     if (mkdtemp(dir_template.data()) == nullptr) {
       return absl::InternalError(absl::StrCat("mkdtemp: ", std::strerror(errno)));
     }
     server->dir_ = dir_template;
-    const std::string port_file = server->dir_ + "/port";
+    server->port_file_ = server->dir_ + "/port";
 
-    // No metrics endpoint: its fixed default port would collide between
-    // servers (a later --metrics_port in `args` wins).
+    // An IP address on both sides keeps DNS (c-ares, which leaks a few bytes
+    // that LeakSanitizer reports) out of the test. Servers run in parallel, so
+    // none takes the default metrics port (`args` may give one).
     std::vector<std::string> argv_strings = {binary, "--address=127.0.0.1", "--port=0",
-                                             "--port_file=" + port_file, "--metrics_port=0"};
+                                             "--port_file=" + server->port_file_,
+                                             "--metrics_port=0"};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<std::string> env_strings;
+    std::vector<std::string> env_strings = env;
     for (char** e = environ; *e != nullptr; ++e) {
       if (!absl::StartsWith(*e, "GPUFLOW_")) env_strings.emplace_back(*e);
     }
@@ -88,22 +92,20 @@ class ServerProcess {
 
     const absl::Time deadline = absl::Now() + absl::Seconds(30);
     while (absl::Now() < deadline) {
-      std::ifstream file(port_file);
+      std::ifstream file(server->port_file_);
       std::string line;
       if (file && std::getline(file, line) && absl::SimpleAtoi(line, &server->port_) &&
           server->port_ > 0) {
         return server;
       }
-      int status = 0;
-      if (waitpid(server->pid_, &status, WNOHANG) == server->pid_) {
-        server->pid_ = -1;
-        return absl::FailedPreconditionError(
-            absl::StrCat(binary, " exited with wait status ", status, " before serving"));
+      absl::StatusOr<int> exit_status = server->WaitForExit(absl::ZeroDuration());
+      if (exit_status.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "gpuflowd exited with ", DescribeWaitStatus(*exit_status), " before serving"));
       }
       absl::SleepFor(absl::Milliseconds(10));
     }
-    return absl::DeadlineExceededError(
-        absl::StrCat(binary, " did not write its port file within 30 s"));
+    return absl::DeadlineExceededError("gpuflowd did not write its port file within 30 s");
   }
 
   ServerProcess(const ServerProcess&) = delete;
@@ -125,6 +127,22 @@ class ServerProcess {
   // "ipv4:127.0.0.1:PORT": a gRPC target that needs no name resolution.
   std::string address() const { return absl::StrCat("ipv4:127.0.0.1:", port_); }
 
+  // Sends `signal_number`, then waits up to `timeout` for the process to
+  // exit; returns its wait status.
+  absl::StatusOr<int> SignalAndWait(int signal_number, absl::Duration timeout) {
+    if (pid_ <= 0) return absl::FailedPreconditionError("gpuflowd is not running");
+    if (kill(pid_, signal_number) != 0) {
+      return absl::InternalError(absl::StrCat("kill: ", std::strerror(errno)));
+    }
+    return WaitForExit(timeout);
+  }
+
+  static std::string DescribeWaitStatus(int status) {
+    if (WIFEXITED(status)) return absl::StrCat("status ", WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) return absl::StrCat("signal ", strsignal(WTERMSIG(status)));
+    return absl::StrCat("wait status ", status);
+  }
+
  private:
   ServerProcess() = default;
 
@@ -135,8 +153,29 @@ class ServerProcess {
     return out;
   }
 
+  // The wait status once the process has exited (and is reaped);
+  // DEADLINE_EXCEEDED while it still runs after `timeout`.
+  absl::StatusOr<int> WaitForExit(absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (true) {
+      int status = 0;
+      const pid_t done = waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      if (done < 0) return absl::InternalError(absl::StrCat("waitpid: ", std::strerror(errno)));
+      if (absl::Now() >= deadline) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("gpuflowd still running after ", absl::FormatDuration(timeout)));
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+  }
+
   pid_t pid_ = -1;
   std::string dir_;
+  std::string port_file_;
   int port_ = 0;
 };
 
