@@ -1,6 +1,7 @@
 #include "engine/cuda/codegen.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -74,6 +75,12 @@ std::string EmitElementwiseNodes(const ValidatedGraph& graph, const std::vector<
 using internal::BroadcastStrides;
 using internal::ComputeClassName;
 using internal::RegisterTypeName;
+
+uint64_t LiteralWord(const LiteralArray& literal) {
+  uint64_t w = 0;
+  std::memcpy(&w, literal.bytes.data(), std::min<size_t>(literal.bytes.size(), sizeof(w)));
+  return w;
+}
 
 const char* StorageTypeName(DType dtype) {
   switch (dtype) {

@@ -181,6 +181,7 @@ struct CustomKernel {
   std::vector<int> input_slots;
   // Per out param (elementwise: every out param; reduction: one).
   std::vector<int> output_slots;
+  std::vector<DType> output_dtypes;
   // Elementwise: the loop size; reduction: the number of outputs.
   int64_t num_elements = 0;
   int block = 256;
@@ -224,6 +225,10 @@ struct LayoutCopy {
 // Empty when the step is not a single shape op or full.
 absl::StatusOr<std::optional<std::vector<LayoutCopy>>> GenerateLayoutCopies(
     const ValidatedGraph& graph, const Step& step);
+
+// A 0-d literal's bytes as a kernel argument word (zero-extended), the form
+// in which every generated kernel takes scalars by value.
+uint64_t LiteralWord(const LiteralArray& literal);
 
 // The storage type name used in generated code ("float", "f16", "u8" for bool).
 const char* StorageTypeName(DType dtype);

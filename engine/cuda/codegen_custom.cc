@@ -60,10 +60,25 @@ std::string Attr(const ValidatedNode& node, const char* name) {
   return "";
 }
 
-uint64_t LiteralWord(const LiteralArray& literal) {
-  uint64_t w = 0;
-  std::memcpy(&w, literal.bytes.data(), std::min<size_t>(literal.bytes.size(), sizeof(w)));
-  return w;
+// Appends `w` to the kernel's words; returns its index.
+int PushWord(CustomKernel& k, uint64_t w) {
+  k.words.push_back(w);
+  return static_cast<int>(k.words.size()) - 1;
+}
+
+// Parameter `name` (C type `ctype`) from a 0-d literal of `literal_dtype`
+// passed by value in word `word`.
+std::string ByValueParam(const char* ctype, const std::string& name, DType literal_dtype,
+                         int word) {
+  return absl::StrCat("  const ", ctype, " ", name, " = gf::cv<", ctype, ">(gf::word<",
+                      StorageTypeName(literal_dtype), ">(p.w[", word, "]));\n");
+}
+
+// The pointer `_gf_in<a>` to node input a's elements, from word `word`.
+std::string InputPointer(size_t a, DType dtype, int word) {
+  const char* storage = StorageTypeName(dtype);
+  return absl::StrCat("  const ", storage, "* __restrict__ _gf_in", a, " = (const ", storage,
+                      "*)p.w[", word, "];\n");
 }
 
 // The parts common to both forms: placeholder typedefs, the preamble.
@@ -98,10 +113,7 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
   std::string decls;
   std::string loads;         // per element, inside the loop (scalar path)
   std::vector<int> strided;  // inputs read through strides
-  auto push = [&](uint64_t w) {
-    k.words.push_back(w);
-    return static_cast<int>(k.words.size()) - 1;
-  };
+  auto push = [&](uint64_t w) { return PushWord(k, w); };
   for (size_t a = 0; a < n_in; ++a) {
     const KernelParam& p = sig.in[a];
     const ValueRef& ref = node.inputs[a];
@@ -121,16 +133,13 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
       plan.by_value = true;
       plan.word = push(LiteralWord(graph.literals[ref.index]));
       k.input_slots.push_back(-1);
-      absl::StrAppend(&decls, "  const ", ctype, " ", p.name, " = gf::cv<", ctype, ">(gf::word<",
-                      StorageTypeName(type.dtype), ">(p.w[", plan.word, "]));\n");
+      absl::StrAppend(&decls, ByValueParam(ctype, p.name, type.dtype, plan.word));
       continue;
     }
     plan.word = push(0);
     k.input_slots.push_back(plan.word);
     plan.broadcast = !(type.shape == loop);
-    const char* storage = StorageTypeName(type.dtype);
-    absl::StrAppend(&decls, "  const ", storage, "* __restrict__ _gf_in", a, " = (const ", storage,
-                    "*)p.w[", plan.word, "];\n");
+    absl::StrAppend(&decls, InputPointer(a, type.dtype, plan.word));
     if (plan.broadcast) strided.push_back(static_cast<int>(a));
   }
   // Given outputs (initial values) are read at i.
@@ -322,10 +331,7 @@ absl::StatusOr<CustomKernel> GenerateReductionCustom(const ValidatedGraph& graph
                                                   static_cast<int>(j);
   }
 
-  auto push = [&](uint64_t w) {
-    k.words.push_back(w);
-    return static_cast<int>(k.words.size()) - 1;
-  };
+  auto push = [&](uint64_t w) { return PushWord(k, w); };
   std::string decls;
   std::vector<int> pointers;
   bool contiguous = trailing;
@@ -336,15 +342,12 @@ absl::StatusOr<CustomKernel> GenerateReductionCustom(const ValidatedGraph& graph
     if (ref.kind == ValueRef::Kind::kLiteral && type.shape.rank() == 0) {
       const int w = push(LiteralWord(graph.literals[ref.index]));
       k.input_slots.push_back(-1);
-      absl::StrAppend(&decls, "  const ", ctype, " ", sig.in[a].name, " = gf::cv<", ctype,
-                      ">(gf::word<", StorageTypeName(type.dtype), ">(p.w[", w, "]));\n");
+      absl::StrAppend(&decls, ByValueParam(ctype, sig.in[a].name, type.dtype, w));
       continue;
     }
     const int w = push(0);
     k.input_slots.push_back(w);
-    const char* storage = StorageTypeName(type.dtype);
-    absl::StrAppend(&decls, "  const ", storage, "* __restrict__ _gf_in", a, " = (const ", storage,
-                    "*)p.w[", w, "];\n");
+    absl::StrAppend(&decls, InputPointer(a, type.dtype, w));
     pointers.push_back(static_cast<int>(a));
     contiguous = contiguous && type.shape == full;
   }
@@ -495,8 +498,10 @@ absl::StatusOr<CustomKernel> GenerateCustomKernel(const ValidatedGraph& graph, i
   absl::StatusOr<KernelSignature> sig = ResolveKernelSignature(
       n.input_types, n.attrs, reduction ? KernelForm::kReduction : KernelForm::kElementwise);
   if (!sig.ok()) return sig.status();
-  return reduction ? GenerateReductionCustom(graph, node, *sig)
-                   : GenerateElementwiseCustom(graph, node, *sig);
+  absl::StatusOr<CustomKernel> k = reduction ? GenerateReductionCustom(graph, node, *sig)
+                                             : GenerateElementwiseCustom(graph, node, *sig);
+  if (k.ok()) k->output_dtypes = sig->out_dtypes;
+  return k;
 }
 
 }  // namespace gpuflow::cuda

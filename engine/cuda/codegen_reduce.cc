@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -314,16 +315,22 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   // Loads the reduction input at `off` into `r`.
   const std::string pro_body =
       internal::EmitElementwiseNodes(graph, prologue, ExprOf(k.prologue_inputs, pro_exprs, -1, ""));
-  std::string red_value;
-  if (red_input.kind == ValueRef::Kind::kNode && Contains(prologue, red_input.index)) {
-    red_value = absl::StrCat("v", red_input.index);
-  } else {
-    red_value = ExprOf(k.prologue_inputs, pro_exprs, -1, "")(red_input);
-  }
-  const std::string convert = logical
-                                  ? absl::StrCat("(gf::cv<bool>(", red_value, ") ? 1 : 0)")
-                                  : absl::StrCat("gf::in<", push.empty() ? acc : element, ", ",
-                                                 RegisterTypeName(compute), ">(", red_value, ")");
+  // The reduction's input: a prologue node's variable, else read through
+  // `expr`.
+  auto red_value_of = [&](const std::function<std::string(const ValueRef&)>& expr) {
+    if (red_input.kind == ValueRef::Kind::kNode && Contains(prologue, red_input.index)) {
+      return absl::StrCat("v", red_input.index);
+    }
+    return expr(red_input);
+  };
+  const std::string red_value = red_value_of(ExprOf(k.prologue_inputs, pro_exprs, -1, ""));
+  // The reduction's value converted to what the accumulator takes.
+  auto convert_of = [&](const std::string& value) {
+    return logical ? absl::StrCat("(gf::cv<bool>(", value, ") ? 1 : 0)")
+                   : absl::StrCat("gf::in<", push.empty() ? acc : element, ", ",
+                                  RegisterTypeName(compute), ">(", value, ")");
+  };
+  const std::string convert = convert_of(red_value);
   const std::string add =
       push.empty() ? absl::StrCat("const ", acc, " b = ", convert, "; ACC = ", combine, ";")
                    : absl::StrCat("const ", element, " x = ", convert, "; ACC = ", push, ";");
@@ -384,16 +391,7 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
             exprs[i] = absl::StrCat("pv", u, "_", i, ".v[", j, "]");
         }
         const auto expr = ExprOf(k.prologue_inputs, exprs, -1, "");
-        std::string value;
-        if (red_input.kind == ValueRef::Kind::kNode && Contains(prologue, red_input.index)) {
-          value = absl::StrCat("v", red_input.index);
-        } else {
-          value = expr(red_input);
-        }
-        const std::string conv = logical
-                                     ? absl::StrCat("(gf::cv<bool>(", value, ") ? 1 : 0)")
-                                     : absl::StrCat("gf::in<", push.empty() ? acc : element, ", ",
-                                                    RegisterTypeName(compute), ">(", value, ")");
+        const std::string conv = convert_of(red_value_of(expr));
         const std::string accvar = absl::StrCat("acc", (u * e + j) % 4);
         const std::string step_add =
             push.empty()
@@ -550,81 +548,74 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
   const bool vectorize = prologue.empty() && pointers == 1 && !k.inputs[0].by_value &&
                          k.inputs[0].ref == input && !epilogue_reads_input && e > 1 &&
                          k.row_length % e == 0;
-  if (vectorize) {
-    k.vector_width = e;
-    const int64_t vectors = k.row_length / e;
-    const int64_t vpt_v = (vectors + k.block - 1) / k.block;
-    const char* in_t = StorageTypeName(in_dtype);
-    const std::string lv = absl::StrCat(vectors);
-    std::string vsrc = absl::StrCat(
-        "#include <cub/block/block_reduce.cuh>\n", "struct ", name, "_args { unsigned long long w[",
-        word, "]; };\n", "struct ", name, "_max { __device__ __forceinline__ ", c,
-        " operator()(const ", c, "& a, const ", c, "& b) const { return gf::op_maximum<", c,
-        ">(a, b); } };\n", "extern \"C\" __global__ void __launch_bounds__(", k.block, ") ", name,
-        "(const ", name, "_args p) {\n", decl, "  typedef cub::BlockReduce<", c, ", ", k.block,
-        "> reduce_t;\n", "  __shared__ typename reduce_t::TempStorage temp;\n", "  __shared__ ", c,
-        " shared;\n", "  typedef gf::vec<", in_t, ", ", e, "> vin_t;\n", "  typedef gf::vec<",
-        out_t, ", ", e, "> vout_t;\n",
-        "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n", "    ", c, " v[",
-        vpt_v * e, "];\n", "    ", c, " mx = -gf::inf<", c, ">();\n", "#pragma unroll\n",
-        "    for (int i = 0; i < ", vpt_v, "; ++i) {\n", "      const int jv = threadIdx.x + i * ",
-        k.block, ";\n", "#pragma unroll\n", "      for (int q = 0; q < ", e, "; ++q) v[i * ", e,
-        " + q] = -gf::inf<", c, ">();\n", "      if (jv < ", lv, ") {\n",
-        "        const vin_t xv = ((const vin_t*)in0)[row * ", lv, " + jv];\n", "#pragma unroll\n",
-        "        for (int q = 0; q < ", e, "; ++q) {\n", "          v[i * ", e, " + q] = gf::in<",
-        c, ", ", RegisterTypeName(sm.type.compute_dtype), ">(xv.v[q]);\n",
-        "          mx = gf::op_maximum<", c, ">(mx, v[i * ", e, " + q]);\n", "        }\n",
-        "      }\n    }\n", "    mx = reduce_t(temp).Reduce(mx, ", name, "_max());\n",
-        "    if (threadIdx.x == 0) shared = mx;\n", "    __syncthreads();\n", "    mx = shared;\n",
-        "    ", c, " sum = 0;\n", "#pragma unroll\n", "    for (int i = 0; i < ", vpt_v,
-        "; ++i) {\n", "      if (threadIdx.x + i * ", k.block, " < ", lv, ") {\n",
-        "#pragma unroll\n", "        for (int q = 0; q < ", e, "; ++q) ",
-        log ? "sum += exp(v[i * " : "{ v[i * ",
-        log ? absl::StrCat(e, " + q] - mx);\n")
-            : absl::StrCat(e, " + q] = exp(v[i * ", e, " + q] - mx); sum += v[i * ", e,
-                           " + q]; }\n"),
-        "      }\n    }\n", "    __syncthreads();\n", "    sum = reduce_t(temp).Sum(sum);\n",
-        "    if (threadIdx.x == 0) shared = sum;\n", "    __syncthreads();\n",
-        "    sum = shared;\n", "#pragma unroll\n", "    for (int i = 0; i < ", vpt_v, "; ++i) {\n",
-        "      const int jv = threadIdx.x + i * ", k.block, ";\n", "      if (jv < ", lv, ") {\n",
-        "        vout_t ov;\n", "#pragma unroll\n", "        for (int q = 0; q < ", e, "; ++q) {\n",
-        "          const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t, ">(",
-        log ? absl::StrCat("v[i * ", e, " + q] - mx - log(sum)")
-            : absl::StrCat("v[i * ", e, " + q] / sum"),
-        ");\n", epi_body, "          ov.v[q] = gf::cv<", out_t, ">(v", step.root, ");\n",
-        "        }\n", "        ((vout_t*)out)[row * ", lv, " + jv] = ov;\n", "      }\n    }\n",
-        "    __syncthreads();\n  }\n}\n");
-    k.kernel_source = vsrc;
-    k.source = absl::StrCat(kDeviceLibrary, vsrc);
-    return k;
-  }
-  std::string src = absl::StrCat(
+  // Both layouts: the same kernel around their own row loops; the row's
+  // maximum and sum are reduced over the block and shared with every thread.
+  const std::string head = absl::StrCat(
       "#include <cub/block/block_reduce.cuh>\n", "struct ", name, "_args { unsigned long long w[",
       word, "]; };\n", "struct ", name, "_max { __device__ __forceinline__ ", c,
       " operator()(const ", c, "& a, const ", c, "& b) const { return gf::op_maximum<", c,
       ">(a, b); } };\n", "extern \"C\" __global__ void __launch_bounds__(", k.block, ") ", name,
       "(const ", name, "_args p) {\n", decl, "  typedef cub::BlockReduce<", c, ", ", k.block,
       "> reduce_t;\n", "  __shared__ typename reduce_t::TempStorage temp;\n", "  __shared__ ", c,
-      " shared;\n", "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n", "    ",
-      c, " v[", vpt, "];\n", "    ", c, " mx = -gf::inf<", c, ">();\n", "#pragma unroll\n",
-      "    for (int i = 0; i < ", vpt, "; ++i) {\n", "      const int j = threadIdx.x + i * ",
-      k.block, ";\n", "      v[i] = -gf::inf<", c, ">();\n", "      if (j < ", l, ") {\n",
-      "        const long long off = row * ", l, " + j;\n", pro_body, "        v[i] = gf::in<", c,
-      ", ", RegisterTypeName(sm.type.compute_dtype), ">(", x, ");\n",
-      "        mx = gf::op_maximum<", c, ">(mx, v[i]);\n", "      }\n    }\n",
-      "    mx = reduce_t(temp).Reduce(mx, ", name, "_max());\n",
-      "    if (threadIdx.x == 0) shared = mx;\n", "    __syncthreads();\n", "    mx = shared;\n",
-      "    ", c, " sum = 0;\n", "#pragma unroll\n", "    for (int i = 0; i < ", vpt, "; ++i) {\n",
-      "      const int j = threadIdx.x + i * ", k.block, ";\n", "      if (j < ", l,
-      log ? ") sum += exp(v[i] - mx);\n" : ") { v[i] = exp(v[i] - mx); sum += v[i]; }\n", "    }\n",
+      " shared;\n");
+  const std::string share_max =
+      absl::StrCat("    mx = reduce_t(temp).Reduce(mx, ", name, "_max());\n",
+                   "    if (threadIdx.x == 0) shared = mx;\n", "    __syncthreads();\n",
+                   "    mx = shared;\n", "    ", c, " sum = 0;\n");
+  const std::string share_sum = absl::StrCat(
       "    __syncthreads();\n", "    sum = reduce_t(temp).Sum(sum);\n",
-      "    if (threadIdx.x == 0) shared = sum;\n", "    __syncthreads();\n", "    sum = shared;\n",
-      "#pragma unroll\n", "    for (int i = 0; i < ", vpt, "; ++i) {\n",
-      "      const int j = threadIdx.x + i * ", k.block, ";\n", "      if (j < ", l, ") {\n",
-      "        const long long off = row * ", l, " + j;\n", "        const ", sm_t, " v",
-      step.reduction, " = gf::cv<", sm_t, ">(", log ? "v[i] - mx - log(sum)" : "v[i] / sum", ");\n",
-      epi_body, "        out[off] = gf::cv<", out_t, ">(v", step.root, ");\n", "      }\n    }\n",
-      "    __syncthreads();\n  }\n}\n");
+      "    if (threadIdx.x == 0) shared = sum;\n", "    __syncthreads();\n", "    sum = shared;\n");
+  const std::string tail = "    __syncthreads();\n  }\n}\n";
+  const std::string compute_t = RegisterTypeName(sm.type.compute_dtype);
+  std::string src;
+  if (vectorize) {
+    k.vector_width = e;
+    const int64_t vectors = k.row_length / e;
+    const int64_t vpt_v = (vectors + k.block - 1) / k.block;
+    const char* in_t = StorageTypeName(in_dtype);
+    const std::string lv = absl::StrCat(vectors);
+    const std::string at = absl::StrCat("v[i * ", e, " + q]");
+    src = absl::StrCat(
+        head, "  typedef gf::vec<", in_t, ", ", e, "> vin_t;\n", "  typedef gf::vec<", out_t, ", ",
+        e, "> vout_t;\n", "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n",
+        "    ", c, " v[", vpt_v * e, "];\n", "    ", c, " mx = -gf::inf<", c, ">();\n",
+        "#pragma unroll\n", "    for (int i = 0; i < ", vpt_v, "; ++i) {\n",
+        "      const int jv = threadIdx.x + i * ", k.block, ";\n", "#pragma unroll\n",
+        "      for (int q = 0; q < ", e, "; ++q) ", at, " = -gf::inf<", c, ">();\n",
+        "      if (jv < ", lv, ") {\n", "        const vin_t xv = ((const vin_t*)in0)[row * ", lv,
+        " + jv];\n", "#pragma unroll\n", "        for (int q = 0; q < ", e, "; ++q) {\n",
+        "          ", at, " = gf::in<", c, ", ", compute_t, ">(xv.v[q]);\n",
+        "          mx = gf::op_maximum<", c, ">(mx, ", at, ");\n", "        }\n",
+        "      }\n    }\n", share_max, "#pragma unroll\n", "    for (int i = 0; i < ", vpt_v,
+        "; ++i) {\n", "      if (threadIdx.x + i * ", k.block, " < ", lv, ") {\n",
+        "#pragma unroll\n", "        for (int q = 0; q < ", e, "; ++q) ",
+        log ? absl::StrCat("sum += exp(", at, " - mx);\n")
+            : absl::StrCat("{ ", at, " = exp(", at, " - mx); sum += ", at, "; }\n"),
+        "      }\n    }\n", share_sum, "#pragma unroll\n", "    for (int i = 0; i < ", vpt_v,
+        "; ++i) {\n", "      const int jv = threadIdx.x + i * ", k.block, ";\n", "      if (jv < ",
+        lv, ") {\n", "        vout_t ov;\n", "#pragma unroll\n", "        for (int q = 0; q < ", e,
+        "; ++q) {\n", "          const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t, ">(",
+        log ? absl::StrCat(at, " - mx - log(sum)") : absl::StrCat(at, " / sum"), ");\n", epi_body,
+        "          ov.v[q] = gf::cv<", out_t, ">(v", step.root, ");\n", "        }\n",
+        "        ((vout_t*)out)[row * ", lv, " + jv] = ov;\n", "      }\n    }\n", tail);
+  } else {
+    src = absl::StrCat(
+        head, "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n", "    ", c,
+        " v[", vpt, "];\n", "    ", c, " mx = -gf::inf<", c, ">();\n", "#pragma unroll\n",
+        "    for (int i = 0; i < ", vpt, "; ++i) {\n", "      const int j = threadIdx.x + i * ",
+        k.block, ";\n", "      v[i] = -gf::inf<", c, ">();\n", "      if (j < ", l, ") {\n",
+        "        const long long off = row * ", l, " + j;\n", pro_body, "        v[i] = gf::in<", c,
+        ", ", compute_t, ">(", x, ");\n", "        mx = gf::op_maximum<", c, ">(mx, v[i]);\n",
+        "      }\n    }\n", share_max, "#pragma unroll\n", "    for (int i = 0; i < ", vpt,
+        "; ++i) {\n", "      const int j = threadIdx.x + i * ", k.block, ";\n", "      if (j < ", l,
+        log ? ") sum += exp(v[i] - mx);\n" : ") { v[i] = exp(v[i] - mx); sum += v[i]; }\n",
+        "    }\n", share_sum, "#pragma unroll\n", "    for (int i = 0; i < ", vpt, "; ++i) {\n",
+        "      const int j = threadIdx.x + i * ", k.block, ";\n", "      if (j < ", l, ") {\n",
+        "        const long long off = row * ", l, " + j;\n", "        const ", sm_t, " v",
+        step.reduction, " = gf::cv<", sm_t, ">(", log ? "v[i] - mx - log(sum)" : "v[i] / sum",
+        ");\n", epi_body, "        out[off] = gf::cv<", out_t, ">(v", step.root, ");\n",
+        "      }\n    }\n", tail);
+  }
   k.kernel_source = src;
   k.source = absl::StrCat(kDeviceLibrary, src);
   return k;

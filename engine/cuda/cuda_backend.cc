@@ -25,7 +25,6 @@
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_cache.h"
 #include "engine/cuda/nvrtc_compiler.h"
-#include "engine/ir/custom_kernel.h"
 
 namespace gpuflow::cuda {
 
@@ -470,9 +469,10 @@ class CudaBackend final : public Backend {
   }
 
   // Launches a fused elementwise step.
-  absl::Status RunElementwise(const ValidatedGraph& graph, const Step& step,
-                              const std::vector<const void*>& pointers, CudaStream& stream,
-                              void* out, RunResult& result);
+  absl::Status RunElementwise(
+      const ValidatedGraph& graph, const Step& step,
+      const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
+      void* out, RunResult& result);
   // Runs a reduction or softmax step with a generated kernel; returns false
   // (and does nothing) when no generator handles it.
   absl::StatusOr<bool> TryReduction(
@@ -607,12 +607,20 @@ class CudaBackend final : public Backend {
   std::atomic<int64_t> memory_entries_{0};
 };
 
-absl::Status CudaBackend::RunElementwise(const ValidatedGraph& graph, const Step& step,
-                                         const std::vector<const void*>& pointers,
-                                         CudaStream& stream, void* out, RunResult& result) {
+absl::Status CudaBackend::RunElementwise(
+    const ValidatedGraph& graph, const Step& step,
+    const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
+    void* out, RunResult& result) {
   absl::StatusOr<ElementwiseKernel> k = GenerateElementwise(graph, step);
   if (!k.ok()) return k.status();
   if (k->num_elements == 0) return absl::OkStatus();
+  std::vector<const void*> pointers(k->inputs.size(), nullptr);
+  for (size_t i = 0; i < k->inputs.size(); ++i) {
+    if (k->inputs[i].by_value) continue;
+    absl::StatusOr<const void*> p = ptr(k->inputs[i].ref);
+    if (!p.ok()) return p.status();
+    pointers[i] = *p;
+  }
   absl::StatusOr<cudaKernel_t> kernel = GetKernel(k->source, k->name, result);
   if (!kernel.ok()) return kernel.status();
   std::vector<uint64_t> words;
@@ -621,10 +629,7 @@ absl::Status CudaBackend::RunElementwise(const ValidatedGraph& graph, const Step
   for (size_t i = 0; i < k->inputs.size(); ++i) {
     const StepInput& in = k->inputs[i];
     if (in.by_value) {
-      uint64_t w = 0;
-      const std::string& bytes = graph.literals[in.ref.index].bytes;
-      std::memcpy(&w, bytes.data(), std::min<size_t>(bytes.size(), sizeof(w)));
-      scalars.push_back(w);
+      scalars.push_back(LiteralWord(graph.literals[in.ref.index]));
     } else {
       words.push_back(reinterpret_cast<uint64_t>(pointers[i]));
     }
@@ -710,11 +715,8 @@ absl::Status CudaBackend::RunCustom(
       words[k->output_slots[o]] = reinterpret_cast<uint64_t>(out);
       continue;
     }
-    absl::StatusOr<KernelSignature> sig =
-        ResolveKernelSignature(node.input_types, node.attrs, KernelForm::kElementwise);
-    if (!sig.ok()) return sig.status();
     absl::StatusOr<std::unique_ptr<CudaBuffer>> b =
-        AllocateOn(k->num_elements * ItemSize(sig->out_dtypes[o]), stream);
+        AllocateOn(k->num_elements * ItemSize(k->output_dtypes[o]), stream);
     if (!b.ok()) return b.status();
     words[k->output_slots[o]] = reinterpret_cast<uint64_t>((*b)->data());
     scratch.push_back(*std::move(b));
@@ -790,8 +792,8 @@ absl::Status CudaBackend::RunRawKernel(
                           static_cast<int64_t>(i) != output;
     if (by_value) {
       const LiteralArray& literal = graph.literals[ref.index];
-      size_t size = literal.bytes.size();
-      std::memcpy(&values[i], literal.bytes.data(), std::min<size_t>(size, sizeof(uint64_t)));
+      const size_t size = literal.bytes.size();
+      values[i] = LiteralWord(literal);
       if (know_params && param_sizes[i] != size) {
         // A Python scalar fits the parameter it is passed to (CuPy would
         // pass its 8 bytes regardless); a typed scalar must match.
@@ -879,12 +881,6 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
     const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
     void* out, RunResult& result) {
   const int64_t sms = props_.multiProcessorCount;
-  auto scalar_word = [&](const StepInput& in) {
-    uint64_t w = 0;
-    const std::string& bytes = graph.literals[in.ref.index].bytes;
-    std::memcpy(&w, bytes.data(), std::min<size_t>(bytes.size(), sizeof(w)));
-    return w;
-  };
   auto pointer_words = [&](const std::vector<StepInput>& inputs,
                            std::vector<uint64_t>& words) -> absl::Status {
     for (const StepInput& in : inputs) {
@@ -897,7 +893,7 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
   };
   auto scalar_words = [&](const std::vector<StepInput>& inputs, std::vector<uint64_t>& words) {
     for (const StepInput& in : inputs) {
-      if (in.by_value) words.push_back(scalar_word(in));
+      if (in.by_value) words.push_back(LiteralWord(graph.literals[in.ref.index]));
     }
   };
 
@@ -1188,17 +1184,8 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
     values[step.root] = *std::move(root_buffer);
     bool on_device = false;
     if (step.kind == StepKind::kElementwise) {
-      absl::StatusOr<ElementwiseKernel> layout = GenerateElementwise(graph, step);
-      if (!layout.ok()) return layout.status();
-      std::vector<const void*> pointers(layout->inputs.size(), nullptr);
-      for (size_t i = 0; i < layout->inputs.size(); ++i) {
-        if (layout->inputs[i].by_value) continue;
-        absl::StatusOr<const void*> p = device_ptr(layout->inputs[i].ref);
-        if (!p.ok()) return p.status();
-        pointers[i] = *p;
-      }
       if (absl::Status st =
-              RunElementwise(graph, step, pointers, stream, values[step.root]->data(), result);
+              RunElementwise(graph, step, device_ptr, stream, values[step.root]->data(), result);
           !st.ok()) {
         return absl::Status(st.code(),
                             absl::StrCat("step ", s, " (", step.description, "): ", st.message()));
