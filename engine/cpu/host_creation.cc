@@ -15,6 +15,26 @@
 namespace gpuflow::host_internal {
 namespace {
 
+// The largest value of `dtype` (a float dtype) below v, v being one of its
+// values.
+double NextDown(double v, DType dtype) {
+  if (dtype == DType::kFloat64) return std::nextafter(v, -HUGE_VAL);
+  if (dtype == DType::kFloat32) {
+    return std::nextafter(static_cast<float>(v), -HUGE_VALF);
+  }
+  // float16 and bfloat16: step the bit pattern toward -inf.
+  const bool half = dtype == DType::kFloat16;
+  uint16_t bits = half ? Half::FromDouble(v).bits : BFloat16::FromDouble(v).bits;
+  if ((bits & 0x7FFF) == 0) {
+    bits = 0x8001;  // the negative subnormal closest to zero
+  } else if ((bits & 0x8000) != 0) {
+    ++bits;
+  } else {
+    --bits;
+  }
+  return half ? Half::FromBits(bits).ToDouble() : BFloat16::FromBits(bits).ToDouble();
+}
+
 absl::Status Full(const HostConstView& value, const HostView& out,
                   const HostKernelOptions& options) {
   if (value.shape.num_elements() != 1) {
@@ -86,26 +106,6 @@ absl::Status Arange(const ValidatedNode& node, const HostView& out,
   });
 }
 
-// The largest value of `dtype` (a float dtype) below v, v being one of its
-// values.
-double NextDown(double v, DType dtype) {
-  if (dtype == DType::kFloat64) return std::nextafter(v, -HUGE_VAL);
-  if (dtype == DType::kFloat32) {
-    return std::nextafter(static_cast<float>(v), -HUGE_VALF);
-  }
-  // float16 and bfloat16: step the bit pattern toward -inf.
-  const bool half = dtype == DType::kFloat16;
-  uint16_t bits = half ? Half::FromDouble(v).bits : BFloat16::FromDouble(v).bits;
-  if ((bits & 0x7FFF) == 0) {
-    bits = 0x8001;  // the negative subnormal closest to zero
-  } else if ((bits & 0x8000) != 0) {
-    ++bits;
-  } else {
-    --bits;
-  }
-  return half ? Half::FromBits(bits).ToDouble() : BFloat16::FromBits(bits).ToDouble();
-}
-
 absl::Status Random(const ValidatedNode& node, const HostView& out,
                     const HostKernelOptions& options) {
   const bool normal = node.op->name == "random_normal";
@@ -124,14 +124,7 @@ absl::Status Random(const ValidatedNode& node, const HostView& out,
   const StoreFn store = GetStoreFn(ComputeClass::kFloat, out.dtype);
   const double low = *p0;
   const double high = *p1;
-  // Rounding to the output dtype can carry a uniform draw up to `high`; it
-  // then takes the dtype's largest value below `high` (never below `low`).
-  double top = high;
-  if (!normal && low < high) {
-    top = RoundToDType(high, out.dtype);
-    while (top >= high) top = NextDown(top, out.dtype);
-    if (top < low) top = RoundToDType(low, out.dtype);
-  }
+  const double top = normal ? high : RandomUniformTop(low, high, out.dtype);
   ParallelFor(out.shape.num_elements(), 1, options, [&](int64_t begin, int64_t end) {
     double values[kBlock];
     for (int64_t b = begin; b < end; b += kBlock) {
@@ -172,3 +165,17 @@ absl::Status RunCreation(const ValidatedNode& node, absl::Span<const HostConstVi
 }
 
 }  // namespace gpuflow::host_internal
+
+namespace gpuflow {
+
+double RandomUniformTop(double low, double high, DType dtype) {
+  using host_internal::NextDown;
+  using host_internal::RoundToDType;
+  if (!(low < high)) return high;
+  double top = RoundToDType(high, dtype);
+  while (top >= high) top = NextDown(top, dtype);
+  if (top < low) top = RoundToDType(low, dtype);
+  return top;
+}
+
+}  // namespace gpuflow

@@ -46,6 +46,12 @@ struct HostKernelOptions {
 absl::Status RunNodeOnHost(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
                            const HostView& out, const HostKernelOptions& options);
 
+// random_uniform(low, high) in `dtype` (a float dtype): the largest value a
+// draw may take. Rounding to the dtype can carry a draw up to `high`; it
+// then takes the dtype's largest value below `high` (never below `low`).
+// Every backend clamps with this value, so they draw the same numbers.
+double RandomUniformTop(double low, double high, DType dtype);
+
 }  // namespace gpuflow
 
 #endif  // GPUFLOW_ENGINE_CPU_HOST_KERNELS_H_

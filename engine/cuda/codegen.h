@@ -1,6 +1,6 @@
 // Code generation: CUDA C++ source for the plan steps the CUDA backend runs
 // as generated kernels: fused elementwise groups, reductions, softmax,
-// scans, shape copies and custom kernels.
+// scans, shape copies, matmul/dot and custom kernels.
 //
 //   absl::StatusOr<ElementwiseKernel> k = GenerateElementwise(graph, step, shapes...);
 //   // k->source compiles with NVRTC; launch k->name with k->ArgWords(...).
@@ -225,6 +225,54 @@ struct LayoutCopy {
 // Empty when the step is not a single shape op or full.
 absl::StatusOr<std::optional<std::vector<LayoutCopy>>> GenerateLayoutCopies(
     const ValidatedGraph& graph, const Step& step);
+
+// arange, random_uniform or random_normal as a generated kernel
+// (codegen_creation.cc), drawing exactly what the CPU reference draws: a
+// thread per element, grid-stride. Kernel words:
+//   [out] [n] [start or low or mean] [start + step or high or std]
+//   [uniform's largest draw] [seed]   (doubles as their bits)
+struct CreationKernel {
+  std::string name;
+  std::string source;           // a whole translation unit
+  std::string kernel_source;    // the kernel alone (kDeviceLibrary + it = source)
+  std::vector<uint64_t> words;  // words[0]: the backend's output pointer
+};
+// Empty when the step is not one of those ops (or draws a non-float dtype,
+// an error the host reports).
+std::optional<CreationKernel> GenerateCreation(const ValidatedGraph& graph, const Step& step);
+
+// A matmul or dot step (one node) as a generated tiled kernel
+// (codegen_matmul.cc), with the CPU reference's semantics (host_linalg.cc):
+// NumPy's matmul rules (a 1-D a is a row (1, k), a 1-D b a column (k, 1),
+// the added dimension not in the output; batch dimensions broadcast; dot of
+// rank <= 2 only); both operands converted to the compute dtype; products
+// summed in k order in double for floats, in 64-bit wrapping arithmetic for
+// integers, by or/and for bool; one conversion to the output dtype. Any
+// dtypes, mixed ones too. Operands and output are contiguous, row-major.
+// Blocks of block_x * block_y threads, each one output element of a tile
+// (grid x over column tiles, y over row tiles, z over batches; each loops
+// over what the grid does not cover); 64-bit offsets. Its one parameter is
+// an array of 64-bit words:
+//   [a] [b] [out] [n (rows)] [k] [m (columns)] [batches]
+//   [batch dims (R)] [a batch strides (R)] [b batch strides (R)]
+// with batch strides in elements (0 where an operand is broadcast) over the
+// output's batch dimensions, extent-1 ones dropped and contiguous ones
+// merged (R = 0 for a single matrix); out is batches * n * m elements.
+struct MatmulKernel {
+  std::string name;
+  std::string source;           // whole translation unit (kDeviceLibrary + kernel)
+  std::vector<uint64_t> words;  // words[0] a, words[1] b, words[2] out: the backend's pointers
+  int64_t grid_x = 1, grid_y = 1, grid_z = 1;
+  int block_x = 16, block_y = 16;
+};
+// nullopt when the step is not a single matmul/dot node or has a 0-d operand
+// (dot's scalar product stays on the host); outputs of zero elements need no launch
+// (the backend checks the output size), k == 0 gives zeros. INVALID_ARGUMENT
+// when the shapes do not make a matmul (validation has checked them: a bug
+// guard). `name` is the extern "C" kernel name.
+absl::StatusOr<std::optional<MatmulKernel>> GenerateMatmul(const ValidatedGraph& graph,
+                                                           const Step& step,
+                                                           const std::string& name = "gf_matmul");
 
 // A 0-d literal's bytes as a kernel argument word (zero-extended), the form
 // in which every generated kernel takes scalars by value.

@@ -1,4 +1,5 @@
-// Helpers shared by the code generators (codegen.cc, codegen_reduce.cc).
+// Helpers shared by the code generators (codegen.cc, codegen_reduce.cc,
+// codegen_matmul.cc).
 #ifndef GPUFLOW_ENGINE_CUDA_CODEGEN_INTERNAL_H_
 #define GPUFLOW_ENGINE_CUDA_CODEGEN_INTERNAL_H_
 

@@ -161,7 +161,9 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   }
   k.outputs = out_shape.num_elements();
   k.reduced = k.outputs == 0 ? 0 : in_shape.num_elements() / k.outputs;
-  if (k.outputs == 0 || k.reduced == 0) return std::nullopt;  // the host handles empties
+  // No outputs: nothing to launch (the backend checks). No reduced
+  // elements: every output is the identity, finished (a mean's 0 / 0).
+  if (k.outputs == 0) return std::nullopt;
   std::vector<int64_t> strides(dims.size());
   int64_t stride = 1;
   for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
@@ -344,7 +346,7 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   // Four independent accumulators keep four loads in flight per thread.
   std::string init;
   if (op == "var" || op == "std") {
-    init = absl::StrCat("    double shift;\n    {\n      const long long k = 0;\n",
+    init = absl::StrCat("    double shift = 0.0;\n    if (R > 0) {\n      const long long k = 0;\n",
                         "      long long off = ", offset, ";\n", pro_body,
                         "      shift = ", convert, ";\n    }\n");
   }

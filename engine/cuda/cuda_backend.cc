@@ -113,6 +113,27 @@ struct LoadedKernel {
   absl::Time disk_touched;
 };
 
+// What the backend derives from one step of a plan, kept with the plan (by
+// Plan::id) so a repeated plan neither regenerates its sources nor looks
+// its kernels up by their (20 KB) sources: the generators' outputs, by
+// generator, and the loaded kernels, by kernel name.
+struct StepCode {
+  struct Kernel {
+    cudaKernel_t kernel = nullptr;
+    absl::Time looked_up;  // last lookup through the module cache
+  };
+  absl::Mutex mu;
+  absl::flat_hash_map<std::string, std::shared_ptr<const void>> generated ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<std::string, Kernel> kernels ABSL_GUARDED_BY(mu);
+};
+
+struct PlanCode {
+  explicit PlanCode(size_t n) : steps(std::make_unique<StepCode[]>(n)) {}
+  std::unique_ptr<StepCode[]> steps;
+  // Precompile has compiled every step's kernels.
+  std::atomic<bool> compiled{false};
+};
+
 // How a generated reduction is launched on a device with `sms` SMs (Run
 // and Precompile must agree: the grid decides which kernels exist).
 struct ReductionGrid {
@@ -132,9 +153,16 @@ ReductionGrid ReductionGridFor(const ReductionKernel& k, int64_t sms, int64_t bl
   grid.blocks_x = outer ? std::min<int64_t>((m + k.block - 1) / k.block, sms * 32)
                         : std::min<int64_t>(m, sms * 32);
   // Enough blocks to fill the device: split the reduced range when the
-  // outputs alone do not.
+  // outputs alone do not. Contiguous (inner) ranges of many elements take up
+  // to 16 blocks per SM, about 32K elements each: more blocks than fit at
+  // once even out the SMs' finishing times (a 2^28-element sum: 0.260 ms at
+  // 4 blocks per SM, 0.249 at 16, CUB 0.248; bench/sum_variants.cu on the
+  // H200, 2026-11-29).
   if (grid.blocks_x < 2 * sms) {
-    int64_t splits = (blocks_per_sm * sms + grid.blocks_x - 1) / grid.blocks_x;
+    int64_t target = blocks_per_sm * sms;
+    if (!outer)
+      target = std::clamp<int64_t>(m * r / 32768, target, std::max<int64_t>(target, 16 * sms));
+    int64_t splits = (target + grid.blocks_x - 1) / grid.blocks_x;
     splits = std::clamp<int64_t>(splits, 1, std::max<int64_t>(1, r / (outer ? 64 : 2048)));
     grid.splits = std::min<int64_t>(splits, 65535);
   }
@@ -157,6 +185,53 @@ int64_t CustomReductionSplits(const CustomKernel& k, int64_t sms) {
     splits = std::clamp<int64_t>(splits, 1, 65535);
   }
   return splits;
+}
+
+// A matmul or dot (operands of rank >= 1) that cuBLAS takes: one float
+// dtype throughout and batches equal or on one side only (strided batching).
+struct BlasMatmul {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1, batch_a = 1, batch_b = 1;
+};
+
+std::optional<BlasMatmul> BlasMatmulFor(const ValidatedNode& node) {
+  if (node.op->name != "matmul" && node.op->name != "dot") return std::nullopt;
+  const ValueType& ta = node.input_types[0];
+  const ValueType& tb = node.input_types[1];
+  const DType dtype = node.type.output.dtype;
+  if (ta.dtype != dtype || tb.dtype != dtype) return std::nullopt;
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && dtype != DType::kFloat16 &&
+      dtype != DType::kBFloat16) {
+    return std::nullopt;
+  }
+  // NumPy matmul: 1-D operands become (1, k) and (k, 1).
+  const Shape& sa = ta.shape;
+  const Shape& sb = tb.shape;
+  if (sa.rank() < 1 || sb.rank() < 1) return std::nullopt;
+  BlasMatmul p;
+  p.m = sa.rank() == 1 ? 1 : sa.dim(sa.rank() - 2);
+  p.k = sa.dim(sa.rank() - 1);
+  p.n = sb.rank() == 1 ? 1 : sb.dim(sb.rank() - 1);
+  auto batch_of = [](const Shape& s) {
+    int64_t batch = 1;
+    for (int d = 0; d + 2 < s.rank(); ++d) batch *= s.dim(d);
+    return batch;
+  };
+  p.batch_a = batch_of(sa);
+  p.batch_b = batch_of(sb);
+  p.batch = std::max(p.batch_a, p.batch_b);
+  // Strided batching covers equal batches and one side without a batch;
+  // other broadcasts take the generated kernel.
+  if (p.batch_a != p.batch && p.batch_a != 1) return std::nullopt;
+  if (p.batch_b != p.batch && p.batch_b != 1) return std::nullopt;
+  if (p.batch_a != p.batch_b && sa.rank() > 2 && sb.rank() > 2) {
+    for (int d = 0; d + 2 < std::min(sa.rank(), sb.rank()); ++d) {
+      if (sa.dim(d) != sb.dim(d)) return std::nullopt;
+    }
+  }
+  const int64_t limit = int64_t{1} << 31;
+  if (p.m >= limit || p.n >= limit || p.k >= limit || p.batch >= limit) return std::nullopt;
+  return p;
 }
 
 class CudaBackend final : public Backend {
@@ -470,13 +545,13 @@ class CudaBackend final : public Backend {
 
   // Launches a fused elementwise step.
   absl::Status RunElementwise(
-      const ValidatedGraph& graph, const Step& step,
+      StepCode* code, const ValidatedGraph& graph, const Step& step,
       const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
       void* out, RunResult& result);
   // Runs a reduction or softmax step with a generated kernel; returns false
   // (and does nothing) when no generator handles it.
   absl::StatusOr<bool> TryReduction(
-      const ValidatedGraph& graph, const Step& step,
+      StepCode* code, const ValidatedGraph& graph, const Step& step,
       const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
       void* out, RunResult& result);
   absl::Status Launch(cudaKernel_t kernel, int64_t blocks_x, int64_t blocks_y, int block,
@@ -491,43 +566,102 @@ class CudaBackend final : public Backend {
   // Runs a cumsum/cumprod step with generated kernels; returns false (and
   // does nothing) when the generator does not handle it.
   absl::StatusOr<bool> TryScan(
-      const ValidatedGraph& graph, const Step& step,
+      StepCode* code, const ValidatedGraph& graph, const Step& step,
       const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
       void* out, RunResult& result);
   // Runs a shape step or `full` as strided copies; false (nothing done)
   // when the generator does not handle it.
   absl::StatusOr<bool> TryLayout(
-      const ValidatedGraph& graph, const Step& step,
+      StepCode* code, const ValidatedGraph& graph, const Step& step,
       const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
       void* out, RunResult& result);
   // Runs a custom-kernel step (elementwise_kernel, reduction_kernel,
   // raw_kernel; always on the device).
-  absl::Status RunCustom(const ValidatedGraph& graph, const Step& step,
+  absl::Status RunCustom(StepCode* code, const ValidatedGraph& graph, const Step& step,
                          const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr,
                          CudaStream& stream, void* out, RunResult& result);
-  absl::Status RunRawKernel(const ValidatedGraph& graph, const ValidatedNode& node,
+  absl::Status RunRawKernel(StepCode* code, const ValidatedGraph& graph, const ValidatedNode& node,
                             const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr,
                             CudaStream& stream, void* out, RunResult& result);
+  // Runs arange, random_uniform or random_normal with a generated kernel;
+  // false (nothing done) when the generator does not handle the step.
+  absl::StatusOr<bool> TryCreation(StepCode* code, const ValidatedGraph& graph, const Step& step,
+                                   CudaStream& stream, void* out, RunResult& result);
   // Runs a matmul on cuBLAS when the dtypes and batching allow it; returns
   // false (and does nothing) when they do not.
   absl::StatusOr<bool> TryMatmul(const ValidatedNode& node, const void* a, const void* b, void* out,
                                  CudaStream& stream, bool allow_tf32);
+  // Runs a matmul or dot cuBLAS does not take (integers, bool, mixed
+  // dtypes, broadcast batches) with a generated kernel; false (nothing
+  // done) when the generator does not handle it (a 0-d dot).
+  absl::StatusOr<bool> TryGeneratedMatmul(
+      StepCode* code, const ValidatedGraph& graph, const Step& step,
+      const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
+      void* out, RunResult& result);
 
   const CudaBackendOptions options_;
   const cudaDeviceProp props_;
   cudaMemPool_t pool_;
   std::atomic<bool> healthy_{true};
-  // Plans whose kernels Precompile has loaded, by address (a plan freed
-  // and another allocated at its address only costs that one compiling step
-  // by step).
-  bool IsCompiledPlan(const Plan& plan) {
-    absl::MutexLock lock(&compiled_plans_mu_);
-    return compiled_plans_.contains(&plan);
+  // The code of `plan`, kept for the plans built by BuildPlan (a plan made
+  // by hand gets code of its own, for this call only). Bounded: past 4096
+  // plans the oldest go, all at once (a plan still running keeps its own).
+  std::shared_ptr<PlanCode> CodeFor(const Plan& plan) {
+    if (plan.id == 0) return std::make_shared<PlanCode>(plan.steps.size());
+    absl::MutexLock lock(&plan_code_mu_);
+    std::shared_ptr<PlanCode>& code = plan_code_[plan.id];
+    if (code == nullptr) {
+      if (plan_code_.size() > 4096) {
+        plan_code_.clear();
+        return plan_code_[plan.id] = std::make_shared<PlanCode>(plan.steps.size());
+      }
+      code = std::make_shared<PlanCode>(plan.steps.size());
+    }
+    return code;
   }
-  void MarkCompiledPlan(const Plan& plan) {
-    absl::MutexLock lock(&compiled_plans_mu_);
-    if (compiled_plans_.size() >= 4096) compiled_plans_.clear();
-    compiled_plans_.insert(&plan);
+  // A generator's output for a step, made once per plan: `generate`
+  // returns absl::StatusOr<T>; errors are not kept.
+  template <typename T, typename F>
+  absl::StatusOr<std::shared_ptr<const T>> Generated(StepCode* code, const char* generator,
+                                                     F&& generate) {
+    if (code != nullptr) {
+      absl::MutexLock lock(&code->mu);
+      if (auto it = code->generated.find(generator); it != code->generated.end()) {
+        return std::static_pointer_cast<const T>(it->second);
+      }
+    }
+    absl::StatusOr<T> made = generate();
+    if (!made.ok()) return made.status();
+    auto value = std::make_shared<const T>(*std::move(made));
+    if (code != nullptr) {
+      absl::MutexLock lock(&code->mu);
+      auto [it, inserted] = code->generated.emplace(generator, value);
+      return std::static_pointer_cast<const T>(it->second);
+    }
+    return value;
+  }
+  // GetKernel through the step's own table: a kernel the step has used is
+  // found by name; every ten minutes it goes through the module cache
+  // again, so its disk entry stays recent.
+  absl::StatusOr<cudaKernel_t> StepKernel(StepCode* code, const std::string& source,
+                                          const std::string& name, RunResult& result,
+                                          const std::vector<std::string>& extra_options = {}) {
+    const absl::Time now = absl::Now();
+    if (code != nullptr) {
+      absl::MutexLock lock(&code->mu);
+      if (auto it = code->kernels.find(name);
+          it != code->kernels.end() && now - it->second.looked_up < absl::Minutes(10)) {
+        ++result.kernel_cache_hits;
+        ++memory_hits_;
+        return it->second.kernel;
+      }
+    }
+    absl::StatusOr<cudaKernel_t> kernel = GetKernel(source, name, result, extra_options);
+    if (kernel.ok() && code != nullptr) {
+      absl::MutexLock lock(&code->mu);
+      code->kernels[name] = StepCode::Kernel{*kernel, now};
+    }
+    return kernel;
   }
   // The disk cache key of a module.
   KernelKey KeyFor(const std::string& source, const CompileOptions& compile) const {
@@ -578,8 +712,9 @@ class CudaBackend final : public Backend {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> has_preloaded_{false};
   absl::flat_hash_map<KernelDigest, LoadedKernel> preloaded_ ABSL_GUARDED_BY(kernels_mu_);
-  absl::Mutex compiled_plans_mu_;
-  absl::flat_hash_set<const Plan*> compiled_plans_ ABSL_GUARDED_BY(compiled_plans_mu_);
+  absl::Mutex plan_code_mu_;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<PlanCode>> plan_code_
+      ABSL_GUARDED_BY(plan_code_mu_);
   absl::Mutex kernels_mu_;
   absl::flat_hash_map<std::string, LoadedKernel> kernels_ ABSL_GUARDED_BY(kernels_mu_);
   // Loaded modules by options + source; they own the libraries.
@@ -594,7 +729,11 @@ class CudaBackend final : public Backend {
   // a kernel served from memory is never loaded from disk again.
   void NoteMemoryHit(LoadedKernel& kernel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(kernels_mu_);
   // Compiles (or finds) the kernels of one step, as Run would launch them.
-  absl::Status PrecompileStep(const ValidatedGraph& graph, const Step& step, RunResult& counts);
+  absl::Status PrecompileStep(StepCode* code, const ValidatedGraph& graph, const Step& step,
+                              RunResult& counts);
+  // Compiles (or finds) every step's kernels side by side, into `code`.
+  absl::StatusOr<PrecompileResult> CompilePlan(PlanCode& code, const ValidatedGraph& graph,
+                                               const Plan& plan);
 
   DiskKernelCache disk_cache_;
   const std::string nvrtc_version_;
@@ -608,26 +747,28 @@ class CudaBackend final : public Backend {
 };
 
 absl::Status CudaBackend::RunElementwise(
-    const ValidatedGraph& graph, const Step& step,
+    StepCode* code, const ValidatedGraph& graph, const Step& step,
     const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
     void* out, RunResult& result) {
-  absl::StatusOr<ElementwiseKernel> k = GenerateElementwise(graph, step);
+  absl::StatusOr<std::shared_ptr<const ElementwiseKernel>> k = Generated<ElementwiseKernel>(
+      code, "elementwise", [&] { return GenerateElementwise(graph, step); });
   if (!k.ok()) return k.status();
-  if (k->num_elements == 0) return absl::OkStatus();
-  std::vector<const void*> pointers(k->inputs.size(), nullptr);
-  for (size_t i = 0; i < k->inputs.size(); ++i) {
-    if (k->inputs[i].by_value) continue;
-    absl::StatusOr<const void*> p = ptr(k->inputs[i].ref);
+  const ElementwiseKernel* const e = k->get();
+  if (e->num_elements == 0) return absl::OkStatus();
+  std::vector<const void*> pointers(e->inputs.size(), nullptr);
+  for (size_t i = 0; i < e->inputs.size(); ++i) {
+    if (e->inputs[i].by_value) continue;
+    absl::StatusOr<const void*> p = ptr(e->inputs[i].ref);
     if (!p.ok()) return p.status();
     pointers[i] = *p;
   }
-  absl::StatusOr<cudaKernel_t> kernel = GetKernel(k->source, k->name, result);
+  absl::StatusOr<cudaKernel_t> kernel = StepKernel(code, e->source, e->name, result);
   if (!kernel.ok()) return kernel.status();
   std::vector<uint64_t> words;
-  words.reserve(k->num_words);
+  words.reserve(e->num_words);
   std::vector<uint64_t> scalars;
-  for (size_t i = 0; i < k->inputs.size(); ++i) {
-    const StepInput& in = k->inputs[i];
+  for (size_t i = 0; i < e->inputs.size(); ++i) {
+    const StepInput& in = e->inputs[i];
     if (in.by_value) {
       scalars.push_back(LiteralWord(graph.literals[in.ref.index]));
     } else {
@@ -635,14 +776,14 @@ absl::Status CudaBackend::RunElementwise(
     }
   }
   words.push_back(reinterpret_cast<uint64_t>(out));
-  words.push_back(static_cast<uint64_t>(k->num_elements));
-  for (int64_t d : k->dims) words.push_back(static_cast<uint64_t>(d));
-  for (int64_t s : k->strides) words.push_back(static_cast<uint64_t>(s));
+  words.push_back(static_cast<uint64_t>(e->num_elements));
+  for (int64_t d : e->dims) words.push_back(static_cast<uint64_t>(d));
+  for (int64_t s : e->strides) words.push_back(static_cast<uint64_t>(s));
   words.insert(words.end(), scalars.begin(), scalars.end());
-  if (static_cast<int>(words.size()) != k->num_words) {
+  if (static_cast<int>(words.size()) != e->num_words) {
     return absl::InternalError("elementwise kernel argument layout mismatch");
   }
-  const int64_t work = k->vectorized ? k->num_elements / k->elements_per_vector : k->num_elements;
+  const int64_t work = e->vectorized ? e->num_elements / e->elements_per_vector : e->num_elements;
   constexpr int kBlock = 256;
   const int64_t max_blocks = static_cast<int64_t>(props_.multiProcessorCount) * 32;
   const int blocks =
@@ -654,16 +795,18 @@ absl::Status CudaBackend::RunElementwise(
 }
 
 absl::StatusOr<bool> CudaBackend::TryLayout(
-    const ValidatedGraph& graph, const Step& step,
+    StepCode* code, const ValidatedGraph& graph, const Step& step,
     const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
     void* out, RunResult& result) {
-  absl::StatusOr<std::optional<std::vector<LayoutCopy>>> copies = GenerateLayoutCopies(graph, step);
+  absl::StatusOr<std::shared_ptr<const std::optional<std::vector<LayoutCopy>>>> copies =
+      Generated<std::optional<std::vector<LayoutCopy>>>(
+          code, "layout", [&] { return GenerateLayoutCopies(graph, step); });
   if (!copies.ok()) return copies.status();
-  if (!copies->has_value()) return false;
+  if (!(*copies)->has_value()) return false;
   const ValidatedNode& node = graph.nodes[step.root];
   const int64_t item = ItemSize(node.type.output.dtype);
   const int64_t sms = props_.multiProcessorCount;
-  for (const LayoutCopy& c : **copies) {
+  for (const LayoutCopy& c : ***copies) {
     if (c.num_elements == 0) continue;
     absl::StatusOr<const void*> src = ptr(node.inputs[c.input]);
     if (!src.ok()) return src.status();
@@ -676,7 +819,7 @@ absl::StatusOr<bool> CudaBackend::TryLayout(
                                                    stream.get()));
       continue;
     }
-    absl::StatusOr<cudaKernel_t> kernel = GetKernel(c.source, c.name, result);
+    absl::StatusOr<cudaKernel_t> kernel = StepKernel(code, c.source, c.name, result);
     if (!kernel.ok()) return kernel.status();
     std::vector<uint64_t> words = c.words;
     words[0] = reinterpret_cast<uint64_t>(*src);
@@ -688,77 +831,81 @@ absl::StatusOr<bool> CudaBackend::TryLayout(
 }
 
 absl::Status CudaBackend::RunCustom(
-    const ValidatedGraph& graph, const Step& step,
+    StepCode* code, const ValidatedGraph& graph, const Step& step,
     const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
     void* out, RunResult& result) {
   const ValidatedNode& node = graph.nodes[step.root];
-  if (node.op->name == "raw_kernel") return RunRawKernel(graph, node, ptr, stream, out, result);
-  absl::StatusOr<CustomKernel> k = GenerateCustomKernel(graph, step.root);
+  if (node.op->name == "raw_kernel") {
+    return RunRawKernel(code, graph, node, ptr, stream, out, result);
+  }
+  absl::StatusOr<std::shared_ptr<const CustomKernel>> k = Generated<CustomKernel>(
+      code, "custom", [&] { return GenerateCustomKernel(graph, step.root); });
   if (!k.ok()) return k.status();
+  const CustomKernel* const c = k->get();
   const bool reduction = node.op->name == "reduction_kernel";
-  if (k->num_elements == 0) return absl::OkStatus();
-  absl::StatusOr<cudaKernel_t> kernel = GetKernel(k->source, k->name, result);
+  if (c->num_elements == 0) return absl::OkStatus();
+  absl::StatusOr<cudaKernel_t> kernel = StepKernel(code, c->source, c->name, result);
   if (!kernel.ok()) return kernel.status();
-  std::vector<uint64_t> words = k->words;
-  for (size_t i = 0; i < k->input_slots.size(); ++i) {
-    if (k->input_slots[i] < 0) continue;
+  std::vector<uint64_t> words = c->words;
+  for (size_t i = 0; i < c->input_slots.size(); ++i) {
+    if (c->input_slots[i] < 0) continue;
     absl::StatusOr<const void*> p = ptr(node.inputs[i]);
     if (!p.ok()) return p.status();
-    words[k->input_slots[i]] = reinterpret_cast<uint64_t>(*p);
+    words[c->input_slots[i]] = reinterpret_cast<uint64_t>(*p);
   }
   // The node's value is one output; the others go to scratch buffers, freed
   // in stream order after the launch.
   std::vector<std::unique_ptr<CudaBuffer>> scratch;
   const int64_t wanted = reduction ? 0 : std::get<int64_t>(node.attrs.at("output"));
-  for (size_t o = 0; o < k->output_slots.size(); ++o) {
+  for (size_t o = 0; o < c->output_slots.size(); ++o) {
     if (static_cast<int64_t>(o) == wanted) {
-      words[k->output_slots[o]] = reinterpret_cast<uint64_t>(out);
+      words[c->output_slots[o]] = reinterpret_cast<uint64_t>(out);
       continue;
     }
     absl::StatusOr<std::unique_ptr<CudaBuffer>> b =
-        AllocateOn(k->num_elements * ItemSize(k->output_dtypes[o]), stream);
+        AllocateOn(c->num_elements * ItemSize(c->output_dtypes[o]), stream);
     if (!b.ok()) return b.status();
-    words[k->output_slots[o]] = reinterpret_cast<uint64_t>((*b)->data());
+    words[c->output_slots[o]] = reinterpret_cast<uint64_t>((*b)->data());
     scratch.push_back(*std::move(b));
   }
   const int64_t sms = props_.multiProcessorCount;
   if (!reduction) {
-    const int64_t work = (k->num_elements + k->elements_per_thread - 1) / k->elements_per_thread;
-    const int64_t blocks = std::clamp<int64_t>((work + k->block - 1) / k->block, 1, sms * 32);
-    return Launch(*kernel, blocks, 1, k->block, words, stream);
+    const int64_t work = (c->num_elements + c->elements_per_thread - 1) / c->elements_per_thread;
+    const int64_t blocks = std::clamp<int64_t>((work + c->block - 1) / c->block, 1, sms * 32);
+    return Launch(*kernel, blocks, 1, c->block, words, stream);
   }
   // Reductions: split the reduced range over more blocks when the outputs
   // alone do not fill the GPU.
-  const int64_t outputs = k->num_elements;
-  const int64_t splits = CustomReductionSplits(*k, sms);
-  const int64_t chunk = (k->reduced + splits - 1) / std::max<int64_t>(splits, 1);
-  words[k->splits_slot] = static_cast<uint64_t>(splits);
-  words[k->chunk_slot] = static_cast<uint64_t>(std::max<int64_t>(chunk, 1));
+  const int64_t outputs = c->num_elements;
+  const int64_t splits = CustomReductionSplits(*c, sms);
+  const int64_t chunk = (c->reduced + splits - 1) / std::max<int64_t>(splits, 1);
+  words[c->splits_slot] = static_cast<uint64_t>(splits);
+  words[c->chunk_slot] = static_cast<uint64_t>(std::max<int64_t>(chunk, 1));
   if (splits > 1) {
     absl::StatusOr<std::unique_ptr<CudaBuffer>> b =
-        AllocateOn(outputs * splits * k->accumulator_bytes, stream);
+        AllocateOn(outputs * splits * c->accumulator_bytes, stream);
     if (!b.ok()) return b.status();
-    words[k->scratch_slot] = reinterpret_cast<uint64_t>((*b)->data());
+    words[c->scratch_slot] = reinterpret_cast<uint64_t>((*b)->data());
     scratch.push_back(*std::move(b));
   }
   const int64_t blocks = std::min<int64_t>(outputs, int64_t{1} << 30);
-  if (absl::Status s = Launch(*kernel, blocks, splits, k->block, words, stream); !s.ok()) return s;
+  if (absl::Status s = Launch(*kernel, blocks, splits, c->block, words, stream); !s.ok()) return s;
   if (splits == 1) return absl::OkStatus();
-  absl::StatusOr<cudaKernel_t> combine = GetKernel(k->source, k->name + "_combine", result);
+  absl::StatusOr<cudaKernel_t> combine = StepKernel(code, c->source, c->name + "_combine", result);
   if (!combine.ok()) return combine.status();
   return Launch(*combine, std::clamp<int64_t>((outputs + 255) / 256, 1, sms * 32), 1, 256, words,
                 stream);
 }
 
 absl::Status CudaBackend::RunRawKernel(
-    const ValidatedGraph& graph, const ValidatedNode& node,
+    StepCode* code, const ValidatedGraph& graph, const ValidatedNode& node,
     const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
     void* out, RunResult& result) {
-  const std::string& code = std::get<std::string>(node.attrs.at("code"));
+  const std::string& source = std::get<std::string>(node.attrs.at("code"));
   const std::string& name = std::get<std::string>(node.attrs.at("name"));
   const auto& options = std::get<std::vector<std::string>>(node.attrs.at("options"));
   const int64_t output = std::get<int64_t>(node.attrs.at("output"));
-  absl::StatusOr<cudaKernel_t> kernel = GetKernel(code, name, result, options);
+  absl::StatusOr<cudaKernel_t> kernel = StepKernel(code, source, name, result, options);
   if (!kernel.ok()) return kernel.status();
   const void* func = reinterpret_cast<const void*>(*kernel);
 
@@ -876,10 +1023,35 @@ absl::Status CudaBackend::RunRawKernel(
   return Check(e, "cudaLaunchKernel");
 }
 
+absl::StatusOr<bool> CudaBackend::TryCreation(StepCode* code, const ValidatedGraph& graph,
+                                              const Step& step, CudaStream& stream, void* out,
+                                              RunResult& result) {
+  absl::StatusOr<std::shared_ptr<const std::optional<CreationKernel>>> k =
+      Generated<std::optional<CreationKernel>>(
+          code, "creation", [&]() -> absl::StatusOr<std::optional<CreationKernel>> {
+            return GenerateCreation(graph, step);
+          });
+  if (!k.ok()) return k.status();
+  if (!(*k)->has_value()) return false;
+  const CreationKernel& c = ***k;
+  const auto n = static_cast<int64_t>(c.words[1]);
+  if (n == 0) return true;
+  absl::StatusOr<cudaKernel_t> kernel = StepKernel(code, c.source, c.name, result);
+  if (!kernel.ok()) return kernel.status();
+  std::vector<uint64_t> words = c.words;
+  words[0] = reinterpret_cast<uint64_t>(out);
+  const int64_t blocks =
+      std::clamp<int64_t>((n + 255) / 256, 1, int64_t{props_.multiProcessorCount} * 32);
+  if (absl::Status s = Launch(*kernel, blocks, 1, 256, words, stream); !s.ok()) return s;
+  return true;
+}
+
 absl::StatusOr<bool> CudaBackend::TryReduction(
-    const ValidatedGraph& graph, const Step& step,
+    StepCode* code, const ValidatedGraph& graph, const Step& step,
     const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
     void* out, RunResult& result) {
+  // An empty output needs no kernel.
+  if (graph.nodes[step.root].type.output.shape.num_elements() == 0) return true;
   const int64_t sms = props_.multiProcessorCount;
   auto pointer_words = [&](const std::vector<StepInput>& inputs,
                            std::vector<uint64_t>& words) -> absl::Status {
@@ -897,11 +1069,13 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
     }
   };
 
-  absl::StatusOr<std::optional<SoftmaxKernel>> softmax = GenerateSoftmax(graph, step);
+  absl::StatusOr<std::shared_ptr<const std::optional<SoftmaxKernel>>> softmax =
+      Generated<std::optional<SoftmaxKernel>>(code, "softmax",
+                                              [&] { return GenerateSoftmax(graph, step); });
   if (!softmax.ok()) return softmax.status();
-  if (softmax->has_value()) {
-    const SoftmaxKernel& k = **softmax;
-    absl::StatusOr<cudaKernel_t> kernel = GetKernel(k.source, k.name, result);
+  if ((*softmax)->has_value()) {
+    const SoftmaxKernel& k = ***softmax;
+    absl::StatusOr<cudaKernel_t> kernel = StepKernel(code, k.source, k.name, result);
     if (!kernel.ok()) return kernel.status();
     std::vector<uint64_t> words;
     if (absl::Status s = pointer_words(k.inputs, words); !s.ok()) return s;
@@ -916,10 +1090,12 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
     return true;
   }
 
-  absl::StatusOr<std::optional<ReductionKernel>> reduction = GenerateReduction(graph, step);
+  absl::StatusOr<std::shared_ptr<const std::optional<ReductionKernel>>> reduction =
+      Generated<std::optional<ReductionKernel>>(code, "reduction",
+                                                [&] { return GenerateReduction(graph, step); });
   if (!reduction.ok()) return reduction.status();
-  if (!reduction->has_value()) return false;
-  const ReductionKernel& k = **reduction;
+  if (!(*reduction)->has_value()) return false;
+  const ReductionKernel& k = ***reduction;
   const int64_t m = k.outputs;
   const int64_t r = k.reduced;
   const ReductionGrid grid = ReductionGridFor(k, sms, options_.reduction_blocks_per_sm);
@@ -933,7 +1109,7 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
     if (!buffer.ok()) return buffer.status();
     scratch = *std::move(buffer);
   }
-  absl::StatusOr<cudaKernel_t> partial = GetKernel(k.source, k.name, result);
+  absl::StatusOr<cudaKernel_t> partial = StepKernel(code, k.source, k.name, result);
   if (!partial.ok()) return partial.status();
   std::vector<uint64_t> words;
   if (absl::Status s = pointer_words(k.prologue_inputs, words); !s.ok()) return s;
@@ -960,7 +1136,7 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
   if (splits > 1) {
     const bool by_block = grid.finalize_by_block;
     absl::StatusOr<cudaKernel_t> finalize =
-        GetKernel(k.source, FinalizeKernelName(k, grid), result);
+        StepKernel(code, k.source, FinalizeKernelName(k, grid), result);
     if (!finalize.ok()) return finalize.status();
     const int64_t finalize_blocks = by_block ? m : std::min<int64_t>((m + 255) / 256, sms * 32);
     if (absl::Status s = Launch(*finalize, finalize_blocks, 1, 256, words, stream); !s.ok()) {
@@ -972,13 +1148,14 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
 }
 
 absl::StatusOr<bool> CudaBackend::TryScan(
-    const ValidatedGraph& graph, const Step& step,
+    StepCode* code, const ValidatedGraph& graph, const Step& step,
     const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
     void* out, RunResult& result) {
-  absl::StatusOr<std::optional<ScanKernel>> scan = GenerateScan(graph, step);
+  absl::StatusOr<std::shared_ptr<const std::optional<ScanKernel>>> scan =
+      Generated<std::optional<ScanKernel>>(code, "scan", [&] { return GenerateScan(graph, step); });
   if (!scan.ok()) return scan.status();
-  if (!scan->has_value()) return false;
-  const ScanKernel& k = **scan;
+  if (!(*scan)->has_value()) return false;
+  const ScanKernel& k = ***scan;
   const ScanLaunch launch = ScanLaunchFor(k, props_.multiProcessorCount);
   absl::StatusOr<const void*> in = ptr(k.input.ref);
   if (!in.ok()) return in.status();
@@ -998,19 +1175,19 @@ absl::StatusOr<bool> CudaBackend::TryScan(
                                  static_cast<uint64_t>(launch.chunks),
                                  static_cast<uint64_t>(launch.chunk)};
   if (launch.chunks > 1) {
-    absl::StatusOr<cudaKernel_t> reduce = GetKernel(k.split_source, k.reduce_name, result);
+    absl::StatusOr<cudaKernel_t> reduce = StepKernel(code, k.split_source, k.reduce_name, result);
     if (!reduce.ok()) return reduce.status();
     if (absl::Status s = Launch(*reduce, launch.blocks, 1, k.block, words, stream); !s.ok()) {
       return s;
     }
-    absl::StatusOr<cudaKernel_t> prefixes = GetKernel(k.split_source, k.carry_name, result);
+    absl::StatusOr<cudaKernel_t> prefixes = StepKernel(code, k.split_source, k.carry_name, result);
     if (!prefixes.ok()) return prefixes.status();
     if (absl::Status s = Launch(*prefixes, launch.carry_blocks, 1, k.block, words, stream);
         !s.ok()) {
       return s;
     }
   }
-  absl::StatusOr<cudaKernel_t> kernel = GetKernel(k.source, k.name, result);
+  absl::StatusOr<cudaKernel_t> kernel = StepKernel(code, k.source, k.name, result);
   if (!kernel.ok()) return kernel.status();
   if (absl::Status s = Launch(*kernel, launch.blocks, 1, k.block, words, stream); !s.ok()) {
     return s;
@@ -1021,15 +1198,18 @@ absl::StatusOr<bool> CudaBackend::TryScan(
 
 absl::StatusOr<bool> CudaBackend::TryMatmul(const ValidatedNode& node, const void* a, const void* b,
                                             void* out, CudaStream& stream, bool allow_tf32) {
-  const ValueType& ta = node.input_types[0];
-  const ValueType& tb = node.input_types[1];
+  const std::optional<BlasMatmul> plan = BlasMatmulFor(node);
+  if (!plan.has_value()) return false;
+  const BlasMatmul& p = *plan;
+  const int64_t m = p.m;
+  const int64_t n = p.n;
+  const int64_t k = p.k;
+  if (m == 0 || n == 0 || p.batch == 0) return true;
   const DType dtype = node.type.output.dtype;
-  if (ta.dtype != dtype || tb.dtype != dtype) return false;
-  cudaDataType_t data_type;
-  cublasComputeType_t compute;
+  cudaDataType_t data_type = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   switch (dtype) {
     case DType::kFloat32:
-      data_type = CUDA_R_32F;
       compute = allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
       break;
     case DType::kFloat64:
@@ -1038,42 +1218,11 @@ absl::StatusOr<bool> CudaBackend::TryMatmul(const ValidatedNode& node, const voi
       break;
     case DType::kFloat16:
       data_type = CUDA_R_16F;
-      compute = CUBLAS_COMPUTE_32F;
       break;
-    case DType::kBFloat16:
+    default:  // bfloat16 (BlasMatmulFor takes no other dtype)
       data_type = CUDA_R_16BF;
-      compute = CUBLAS_COMPUTE_32F;
       break;
-    default:
-      return false;
   }
-  // NumPy matmul: 1-D operands become (1, k) and (k, 1).
-  const Shape& sa = ta.shape;
-  const Shape& sb = tb.shape;
-  if (sa.rank() < 1 || sb.rank() < 1) return false;
-  const int64_t m = sa.rank() == 1 ? 1 : sa.dim(sa.rank() - 2);
-  const int64_t k = sa.dim(sa.rank() - 1);
-  const int64_t n = sb.rank() == 1 ? 1 : sb.dim(sb.rank() - 1);
-  auto batch_of = [](const Shape& s) {
-    int64_t batch = 1;
-    for (int d = 0; d + 2 < s.rank(); ++d) batch *= s.dim(d);
-    return batch;
-  };
-  const int64_t batch_a = batch_of(sa);
-  const int64_t batch_b = batch_of(sb);
-  const int64_t batch = std::max(batch_a, batch_b);
-  // Strided batching covers equal batches and one side without a batch;
-  // other broadcasts run on the host.
-  if (batch_a != batch && batch_a != 1) return false;
-  if (batch_b != batch && batch_b != 1) return false;
-  if (batch_a != batch_b && sa.rank() > 2 && sb.rank() > 2) {
-    for (int d = 0; d + 2 < std::min(sa.rank(), sb.rank()); ++d) {
-      if (sa.dim(d) != sb.dim(d)) return false;
-    }
-  }
-  if (m == 0 || n == 0) return true;
-  const int64_t limit = int64_t{1} << 31;
-  if (m >= limit || n >= limit || k >= limit || batch >= limit) return false;
   auto* s = &stream;
   absl::MutexLock lock(&s->handle()->blas_mu);
   if (s->handle()->blas == nullptr) {
@@ -1089,15 +1238,48 @@ absl::StatusOr<bool> CudaBackend::TryMatmul(const ValidatedNode& node, const voi
   const void* beta = dtype == DType::kFloat64 ? static_cast<const void*>(&beta64) : &beta32;
   if (k == 0) {
     GPUFLOW_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(out, 0, batch * m * n * ItemSize(dtype), stream.get()));
+        cudaMemsetAsync(out, 0, p.batch * m * n * ItemSize(dtype), stream.get()));
     return true;
   }
   // Row-major C = A B is column-major C^T = B^T A^T.
   GPUFLOW_CUBLAS_RETURN_IF_ERROR(cublasGemmStridedBatchedEx(
       blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
-      alpha, b, data_type, static_cast<int>(n), batch_b == 1 ? 0 : k * n, a, data_type,
-      static_cast<int>(k), batch_a == 1 ? 0 : m * k, beta, out, data_type, static_cast<int>(n),
-      m * n, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT));
+      alpha, b, data_type, static_cast<int>(n), p.batch_b == 1 ? 0 : k * n, a, data_type,
+      static_cast<int>(k), p.batch_a == 1 ? 0 : m * k, beta, out, data_type, static_cast<int>(n),
+      m * n, static_cast<int>(p.batch), compute, CUBLAS_GEMM_DEFAULT));
+  return true;
+}
+
+absl::StatusOr<bool> CudaBackend::TryGeneratedMatmul(
+    StepCode* code, const ValidatedGraph& graph, const Step& step,
+    const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
+    void* out, RunResult& result) {
+  absl::StatusOr<std::shared_ptr<const std::optional<MatmulKernel>>> k =
+      Generated<std::optional<MatmulKernel>>(code, "matmul",
+                                             [&] { return GenerateMatmul(graph, step); });
+  if (!k.ok()) return k.status();
+  if (!(*k)->has_value()) return false;
+  const MatmulKernel& mk = ***k;
+  const ValidatedNode& node = graph.nodes[step.root];
+  if (node.type.output.shape.num_elements() == 0) return true;
+  absl::StatusOr<cudaKernel_t> kernel = StepKernel(code, mk.source, mk.name, result);
+  if (!kernel.ok()) return kernel.status();
+  std::vector<uint64_t> words = mk.words;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<const void*> p = ptr(node.inputs[i]);
+    if (!p.ok()) return p.status();
+    words[i] = reinterpret_cast<uint64_t>(*p);
+  }
+  words[2] = reinterpret_cast<uint64_t>(out);
+  void* args[] = {words.data()};
+  const dim3 grid(static_cast<unsigned>(mk.grid_x), static_cast<unsigned>(mk.grid_y),
+                  static_cast<unsigned>(mk.grid_z));
+  if (absl::Status s = Check(cudaLaunchKernel(reinterpret_cast<const void*>(*kernel), grid,
+                                              dim3(mk.block_x, mk.block_y), args, 0, stream.get()),
+                             "cudaLaunchKernel");
+      !s.ok()) {
+    return s;
+  }
   return true;
 }
 
@@ -1110,12 +1292,12 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
   const int num_steps = static_cast<int>(plan.steps.size());
   // A plan seen for the first time compiles all its kernels side by side
   // first (a plan already compiled finds them in memory as it runs).
-  if (num_steps > 1 && !IsCompiledPlan(plan)) {
-    absl::StatusOr<PrecompileResult> pre = Precompile(graph, plan);
+  const std::shared_ptr<PlanCode> code = CodeFor(plan);
+  if (num_steps > 1 && !code->compiled.load()) {
+    absl::StatusOr<PrecompileResult> pre = CompilePlan(*code, graph, plan);
     if (!pre.ok()) return pre.status();
     result.kernels_compiled += pre->kernels_compiled;
     result.compile_seconds += pre->compile_seconds;
-    MarkCompiledPlan(plan);
   }
   std::vector<std::shared_ptr<CudaBuffer>> values(graph.nodes.size());
   std::vector<std::unique_ptr<CudaBuffer>> literal_buffers(graph.literals.size());
@@ -1182,56 +1364,49 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
     absl::StatusOr<std::unique_ptr<CudaBuffer>> root_buffer = AllocateOn(*root_bytes, stream);
     if (!root_buffer.ok()) return root_buffer.status();
     values[step.root] = *std::move(root_buffer);
+    StepCode* const step_code = &code->steps[s];
+    void* const out = values[step.root]->data();
+    auto step_error = [&](const absl::Status& st) {
+      return absl::Status(st.code(),
+                          absl::StrCat("step ", s, " (", step.description, "): ", st.message()));
+    };
     bool on_device = false;
     if (step.kind == StepKind::kElementwise) {
-      if (absl::Status st =
-              RunElementwise(graph, step, device_ptr, stream, values[step.root]->data(), result);
+      if (absl::Status st = RunElementwise(step_code, graph, step, device_ptr, stream, out, result);
           !st.ok()) {
-        return absl::Status(st.code(),
-                            absl::StrCat("step ", s, " (", step.description, "): ", st.message()));
+        return step_error(st);
       }
       on_device = true;
-    } else if (step.kind == StepKind::kReduction) {
-      absl::StatusOr<bool> ran =
-          TryReduction(graph, step, device_ptr, stream, values[step.root]->data(), result);
-      if (!ran.ok()) {
-        return absl::Status(ran.status().code(), absl::StrCat("step ", s, " (", step.description,
-                                                              "): ", ran.status().message()));
-      }
-      on_device = *ran;
-    } else if (step.kind == StepKind::kScan) {
-      absl::StatusOr<bool> ran =
-          TryScan(graph, step, device_ptr, stream, values[step.root]->data(), result);
-      if (!ran.ok()) {
-        return absl::Status(ran.status().code(), absl::StrCat("step ", s, " (", step.description,
-                                                              "): ", ran.status().message()));
-      }
-      on_device = *ran;
-    } else if (step.kind == StepKind::kShape ||
-               (step.kind == StepKind::kCreation && root.op->name == "full")) {
-      absl::StatusOr<bool> ran =
-          TryLayout(graph, step, device_ptr, stream, values[step.root]->data(), result);
-      if (!ran.ok()) {
-        return absl::Status(ran.status().code(), absl::StrCat("step ", s, " (", step.description,
-                                                              "): ", ran.status().message()));
-      }
-      on_device = *ran;
     } else if (step.kind == StepKind::kCustom) {
-      if (absl::Status st =
-              RunCustom(graph, step, device_ptr, stream, values[step.root]->data(), result);
+      if (absl::Status st = RunCustom(step_code, graph, step, device_ptr, stream, out, result);
           !st.ok()) {
         return absl::Status(
             st.code(), absl::StrCat("node '", root.id, "' (", root.op->name, "): ", st.message()));
       }
       on_device = true;
-    } else if (step.kind == StepKind::kMatmul && root.op->name == "matmul") {
+    } else if (step.kind == StepKind::kMatmul && BlasMatmulFor(root).has_value()) {
       absl::StatusOr<const void*> a = device_ptr(root.inputs[0]);
       if (!a.ok()) return a.status();
       absl::StatusOr<const void*> b = device_ptr(root.inputs[1]);
       if (!b.ok()) return b.status();
-      absl::StatusOr<bool> ran =
-          TryMatmul(root, *a, *b, values[step.root]->data(), stream, options.allow_tf32);
+      absl::StatusOr<bool> ran = TryMatmul(root, *a, *b, out, stream, options.allow_tf32);
       if (!ran.ok()) return ran.status();
+      on_device = *ran;
+    } else {
+      absl::StatusOr<bool> ran = false;
+      if (step.kind == StepKind::kReduction) {
+        ran = TryReduction(step_code, graph, step, device_ptr, stream, out, result);
+      } else if (step.kind == StepKind::kScan) {
+        ran = TryScan(step_code, graph, step, device_ptr, stream, out, result);
+      } else if (step.kind == StepKind::kShape ||
+                 (step.kind == StepKind::kCreation && root.op->name == "full")) {
+        ran = TryLayout(step_code, graph, step, device_ptr, stream, out, result);
+      } else if (step.kind == StepKind::kCreation) {
+        ran = TryCreation(step_code, graph, step, stream, out, result);
+      } else if (step.kind == StepKind::kMatmul) {
+        ran = TryGeneratedMatmul(step_code, graph, step, device_ptr, stream, out, result);
+      }
+      if (!ran.ok()) return step_error(ran.status());
       on_device = *ran;
     }
     if (!on_device) {
@@ -1371,76 +1546,121 @@ KernelCacheStats CudaBackend::kernel_cache_stats() const {
   return stats;
 }
 
-absl::Status CudaBackend::PrecompileStep(const ValidatedGraph& graph, const Step& step,
-                                         RunResult& counts) {
+absl::Status CudaBackend::PrecompileStep(StepCode* code, const ValidatedGraph& graph,
+                                         const Step& step, RunResult& counts) {
+  // Generates and loads what Run would, under the same generator names, so
+  // Run finds it all in `code`.
   if (step.kind == StepKind::kElementwise) {
-    absl::StatusOr<ElementwiseKernel> k = GenerateElementwise(graph, step);
+    absl::StatusOr<std::shared_ptr<const ElementwiseKernel>> k = Generated<ElementwiseKernel>(
+        code, "elementwise", [&] { return GenerateElementwise(graph, step); });
     if (!k.ok()) return k.status();
-    if (k->num_elements == 0) return absl::OkStatus();  // Run launches nothing
-    return GetKernel(k->source, k->name, counts).status();
+    if ((*k)->num_elements == 0) return absl::OkStatus();  // Run launches nothing
+    return StepKernel(code, (*k)->source, (*k)->name, counts).status();
   }
   if (step.kind == StepKind::kScan) {
-    absl::StatusOr<std::optional<ScanKernel>> scan = GenerateScan(graph, step);
+    absl::StatusOr<std::shared_ptr<const std::optional<ScanKernel>>> scan =
+        Generated<std::optional<ScanKernel>>(code, "scan",
+                                             [&] { return GenerateScan(graph, step); });
     if (!scan.ok()) return scan.status();
-    if (!scan->has_value()) return absl::OkStatus();  // runs on the host
-    const ScanKernel& k = **scan;
+    if (!(*scan)->has_value()) return absl::OkStatus();  // runs on the host
+    const ScanKernel& k = ***scan;
     if (ScanLaunchFor(k, props_.multiProcessorCount).chunks > 1) {
-      if (absl::Status s = GetKernel(k.split_source, k.reduce_name, counts).status(); !s.ok()) {
+      if (absl::Status s = StepKernel(code, k.split_source, k.reduce_name, counts).status();
+          !s.ok()) {
         return s;
       }
-      if (absl::Status s = GetKernel(k.split_source, k.carry_name, counts).status(); !s.ok()) {
+      if (absl::Status s = StepKernel(code, k.split_source, k.carry_name, counts).status();
+          !s.ok()) {
         return s;
       }
     }
-    return GetKernel(k.source, k.name, counts).status();
+    return StepKernel(code, k.source, k.name, counts).status();
   }
   const ValidatedNode& root = graph.nodes[step.root];
   if (step.kind == StepKind::kShape ||
       (step.kind == StepKind::kCreation && root.op->name == "full")) {
-    absl::StatusOr<std::optional<std::vector<LayoutCopy>>> copies =
-        GenerateLayoutCopies(graph, step);
+    absl::StatusOr<std::shared_ptr<const std::optional<std::vector<LayoutCopy>>>> copies =
+        Generated<std::optional<std::vector<LayoutCopy>>>(
+            code, "layout", [&] { return GenerateLayoutCopies(graph, step); });
     if (!copies.ok()) return copies.status();
-    if (!copies->has_value()) return absl::OkStatus();  // runs on the host
-    for (const LayoutCopy& c : **copies) {
+    if (!(*copies)->has_value()) return absl::OkStatus();  // runs on the host
+    for (const LayoutCopy& c : ***copies) {
       if (c.num_elements == 0 || c.memcpy) continue;  // Run launches nothing
-      if (absl::Status s = GetKernel(c.source, c.name, counts).status(); !s.ok()) return s;
+      if (absl::Status s = StepKernel(code, c.source, c.name, counts).status(); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
+  if (step.kind == StepKind::kCreation) {
+    absl::StatusOr<std::shared_ptr<const std::optional<CreationKernel>>> k =
+        Generated<std::optional<CreationKernel>>(
+            code, "creation", [&]() -> absl::StatusOr<std::optional<CreationKernel>> {
+              return GenerateCreation(graph, step);
+            });
+    if (!k.ok()) return k.status();
+    if (!(*k)->has_value() || root.type.output.shape.num_elements() == 0) return absl::OkStatus();
+    return StepKernel(code, (**k)->source, (**k)->name, counts).status();
+  }
   if (step.kind == StepKind::kCustom) {
     if (root.op->name == "raw_kernel") {
-      return GetKernel(std::get<std::string>(root.attrs.at("code")),
-                       std::get<std::string>(root.attrs.at("name")), counts,
-                       std::get<std::vector<std::string>>(root.attrs.at("options")))
+      return StepKernel(code, std::get<std::string>(root.attrs.at("code")),
+                        std::get<std::string>(root.attrs.at("name")), counts,
+                        std::get<std::vector<std::string>>(root.attrs.at("options")))
           .status();
     }
-    absl::StatusOr<CustomKernel> k = GenerateCustomKernel(graph, step.root);
+    absl::StatusOr<std::shared_ptr<const CustomKernel>> k = Generated<CustomKernel>(
+        code, "custom", [&] { return GenerateCustomKernel(graph, step.root); });
     if (!k.ok()) return k.status();
-    if (k->num_elements == 0) return absl::OkStatus();  // Run launches nothing
-    if (absl::Status s = GetKernel(k->source, k->name, counts).status(); !s.ok()) return s;
+    if ((*k)->num_elements == 0) return absl::OkStatus();  // Run launches nothing
+    if (absl::Status s = StepKernel(code, (*k)->source, (*k)->name, counts).status(); !s.ok()) {
+      return s;
+    }
     if (root.op->name != "reduction_kernel" ||
-        CustomReductionSplits(*k, props_.multiProcessorCount) == 1) {
+        CustomReductionSplits(**k, props_.multiProcessorCount) == 1) {
       return absl::OkStatus();
     }
-    return GetKernel(k->source, k->name + "_combine", counts).status();
+    return StepKernel(code, (*k)->source, (*k)->name + "_combine", counts).status();
   }
-  if (step.kind != StepKind::kReduction) return absl::OkStatus();  // cuBLAS or the host
-  absl::StatusOr<std::optional<SoftmaxKernel>> softmax = GenerateSoftmax(graph, step);
+  if (step.kind == StepKind::kMatmul) {
+    if (BlasMatmulFor(root).has_value()) return absl::OkStatus();  // cuBLAS
+    absl::StatusOr<std::shared_ptr<const std::optional<MatmulKernel>>> k =
+        Generated<std::optional<MatmulKernel>>(code, "matmul",
+                                               [&] { return GenerateMatmul(graph, step); });
+    if (!k.ok()) return k.status();
+    if (!(*k)->has_value() || root.type.output.shape.num_elements() == 0) {
+      return absl::OkStatus();  // the host, or nothing to launch
+    }
+    return StepKernel(code, (**k)->source, (**k)->name, counts).status();
+  }
+  if (step.kind != StepKind::kReduction) return absl::OkStatus();           // the host
+  if (root.type.output.shape.num_elements() == 0) return absl::OkStatus();  // nothing to launch
+  absl::StatusOr<std::shared_ptr<const std::optional<SoftmaxKernel>>> softmax =
+      Generated<std::optional<SoftmaxKernel>>(code, "softmax",
+                                              [&] { return GenerateSoftmax(graph, step); });
   if (!softmax.ok()) return softmax.status();
-  if (softmax->has_value()) return GetKernel((*softmax)->source, (*softmax)->name, counts).status();
-  absl::StatusOr<std::optional<ReductionKernel>> reduction = GenerateReduction(graph, step);
+  if ((*softmax)->has_value()) {
+    return StepKernel(code, (**softmax)->source, (**softmax)->name, counts).status();
+  }
+  absl::StatusOr<std::shared_ptr<const std::optional<ReductionKernel>>> reduction =
+      Generated<std::optional<ReductionKernel>>(code, "reduction",
+                                                [&] { return GenerateReduction(graph, step); });
   if (!reduction.ok()) return reduction.status();
-  if (!reduction->has_value()) return absl::OkStatus();  // runs on the host
-  const ReductionKernel& k = **reduction;
-  if (absl::Status s = GetKernel(k.source, k.name, counts).status(); !s.ok()) return s;
+  if (!(*reduction)->has_value()) return absl::OkStatus();  // runs on the host
+  const ReductionKernel& k = ***reduction;
+  if (absl::Status s = StepKernel(code, k.source, k.name, counts).status(); !s.ok()) return s;
   const ReductionGrid grid =
       ReductionGridFor(k, props_.multiProcessorCount, options_.reduction_blocks_per_sm);
   if (grid.splits == 1) return absl::OkStatus();
-  return GetKernel(k.source, FinalizeKernelName(k, grid), counts).status();
+  return StepKernel(code, k.source, FinalizeKernelName(k, grid), counts).status();
 }
 
 absl::StatusOr<PrecompileResult> CudaBackend::Precompile(const ValidatedGraph& graph,
                                                          const Plan& plan) {
+  return CompilePlan(*CodeFor(plan), graph, plan);
+}
+
+absl::StatusOr<PrecompileResult> CudaBackend::CompilePlan(PlanCode& code,
+                                                          const ValidatedGraph& graph,
+                                                          const Plan& plan) {
   GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
   // NVRTC is slow (seconds for a kernel with CUB) and single-threaded, so the
   // steps compile side by side, on at most kCompileThreads threads.
@@ -1453,7 +1673,7 @@ absl::StatusOr<PrecompileResult> CudaBackend::Precompile(const ValidatedGraph& g
   auto work = [&](int t) {
     cudaSetDevice(options_.device);
     for (int s = next++; s < n; s = next++) {
-      errors[s] = PrecompileStep(graph, plan.steps[s], partial[t]);
+      errors[s] = PrecompileStep(&code.steps[s], graph, plan.steps[s], partial[t]);
     }
   };
   if (threads == 1) {
@@ -1476,6 +1696,7 @@ absl::StatusOr<PrecompileResult> CudaBackend::Precompile(const ValidatedGraph& g
                                        "): ", errors[s].message()));
     }
   }
+  code.compiled = true;
   PrecompileResult result;
   result.kernels_compiled = counts.kernels_compiled;
   result.kernels_cached = counts.kernel_cache_hits;

@@ -337,6 +337,33 @@ template <class T> __device__ __forceinline__ T word(unsigned long long w) {
 // 16-byte vector of E elements of T, for aligned loads and stores.
 template <class T, int E> struct alignas(sizeof(T) * E) vec { T v[E]; };
 
+// Philox4x32-10, word for word engine/ir/philox.h (random_uniform/normal).
+struct philox_words { unsigned int w[4]; };
+__device__ __forceinline__ philox_words philox(unsigned long long counter, unsigned long long seed) {
+  unsigned int c0 = (unsigned int)counter, c1 = (unsigned int)(counter >> 32), c2 = 0, c3 = 0;
+  unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    const unsigned long long p0 = 0xD2511F53ull * c0;
+    const unsigned long long p1 = 0xCD9E8D57ull * c2;
+    const unsigned int n0 = (unsigned int)(p1 >> 32) ^ c1 ^ k0;
+    const unsigned int n1 = (unsigned int)p1;
+    const unsigned int n2 = (unsigned int)(p0 >> 32) ^ c3 ^ k1;
+    const unsigned int n3 = (unsigned int)p0;
+    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  philox_words r;
+  r.w[0] = c0; r.w[1] = c1; r.w[2] = c2; r.w[3] = c3;
+  return r;
+}
+// Uniform in [0, 1) from 24 bits (narrow floats and float32) or 53 (float64).
+__device__ __forceinline__ double uniform24(unsigned int w) { return (double)((float)(w >> 8) * 0x1p-24f); }
+__device__ __forceinline__ double uniform53(unsigned int hi, unsigned int lo) {
+  return (double)((((unsigned long long)hi << 32) | lo) >> 11) * 0x1p-53;
+}
+
 }  // namespace gf
 )CUDA";
 

@@ -1,6 +1,7 @@
 #include "engine/plan/plan.h"
 
 #include <algorithm>
+#include <atomic>
 #include <set>
 
 #include "absl/status/status.h"
@@ -341,7 +342,10 @@ absl::StatusOr<std::shared_ptr<const Plan>> BuildPlan(const ValidatedGraph& grap
     }
   }
   Planner planner(graph, output_nodes, options);
-  return std::make_shared<const Plan>(planner.Build(output_nodes));
+  static std::atomic<uint64_t> next_id{1};
+  Plan plan = planner.Build(output_nodes);
+  plan.id = next_id.fetch_add(1, std::memory_order_relaxed);
+  return std::make_shared<const Plan>(std::move(plan));
 }
 
 std::string PlanSignature(const ValidatedGraph& graph, absl::Span<const int> output_nodes) {

@@ -67,6 +67,10 @@ struct Step {
 };
 
 struct Plan {
+  // Unique per BuildPlan call in this process (0 for a plan built by
+  // hand): backends key what they derive from a plan (generated kernels) by
+  // it, since a plan's address may be reused once it is freed.
+  uint64_t id = 0;
   std::vector<Step> steps;
   // The requested output nodes, in request order.
   std::vector<int> output_nodes;

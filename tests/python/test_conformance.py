@@ -8,6 +8,7 @@ gelu, erf, logsumexp, softmax) the reference is computed in float64.
 """
 
 import math
+import warnings
 import zlib
 
 import numpy as np
@@ -448,6 +449,36 @@ def test_empty_min_is_an_error(session):
         run(session, [np.zeros((0, 3), np.float32)], lambda g, a: g.min(a, axes=[0]))
 
 
+EMPTY_REDUCTIONS = ["sum", "prod", "mean", "var", "std", "any", "all", "logsumexp"]
+
+
+@pytest.mark.parametrize("shape,axis", [((0, 3), 0), ((3, 0), 1), ((3, 0), 0), ((0,), None)],
+                         ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool"])
+@pytest.mark.parametrize("op", EMPTY_REDUCTIONS)
+def test_empty_reductions_give_the_identity(session, op, dtype, shape, axis):
+    """Reducing no elements gives NumPy's identity (sum 0, prod 1, any False,
+    all True), NaN for mean/var/std, -inf for logsumexp; fused with an epilogue."""
+    x = np.zeros(shape, dtype)
+    attrs = {} if axis is None else {"axes": [axis]}
+    if op == "logsumexp":
+        if dtype != "float32":
+            pytest.skip("logsumexp takes floats")
+        want = np.full(np.sum(x, axis=axis).shape, -np.inf, np.float32)
+    else:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = np.asarray(getattr(np, op)(x, axis=axis))
+    if op in ("var", "std") and dtype == "bool":
+        pytest.skip("var of bool is an error")
+    got = run(session, [x], lambda g, a: g.op(op, a, **attrs))
+    check(got, want)
+    # The same through a fused epilogue.
+    if want.dtype.kind == "f":
+        got = run(session, [x], lambda g, a: g.mul(g.op(op, a, **attrs), 2))
+        check(got, want * want.dtype.type(2))
+
+
 def test_small_int_sum_accumulates_in_int64(session):
     x = np.full(1000, 100, dtype=np.int8)
     got = run(session, [x], lambda g, a: g.sum(a))
@@ -563,6 +594,49 @@ def test_dot(session, shapes):
     check(run(session, [a, b], lambda g, x, y: g.dot(x, y)), np.dot(a, b))
 
 
+# Steps cuBLAS does not take (integer and bool operands, mixed dtypes, batch
+# broadcasts on both sides, dot): on the CUDA backend, a generated kernel.
+# Integers wrap as NumPy's do ("any" values overflow); the output dtype is
+# the server's promotion, which must be NumPy's.
+# (id, op, a dtype, a shape, b dtype, b shape, value kind)
+MATMUL_CASES = [
+    ("int32-wraps", "matmul", "int32", (5, 7), "int32", (7, 3), "any"),
+    ("int64-wraps", "matmul", "int64", (2, 5, 7), "int64", (7, 3), "any"),
+    ("uint8", "matmul", "uint8", (6, 9), "uint8", (9, 4), "any"),
+    ("bool", "matmul", "bool", (6, 9), "bool", (9, 4), "any"),
+    ("int8@float32", "matmul", "int8", (6, 9), "float32", (9, 4), "small"),
+    ("float16@float32", "matmul", "float16", (6, 9), "float32", (9, 4), "small"),
+    ("batch-broadcast-int32", "matmul", "int32", (2, 1, 3, 4), "int32", (1, 5, 4, 2), "any"),
+    ("batch-broadcast-float32", "matmul", "float32", (2, 1, 3, 4), "float32", (1, 5, 4, 2),
+     "small"),
+    ("1d@3d-int32", "matmul", "int32", (4,), "int32", (3, 4, 5), "any"),
+    ("1d@3d-float64", "matmul", "float64", (4,), "float64", (3, 4, 5), "any"),
+    ("dot-1d-1d-int32", "dot", "int32", (17,), "int32", (17,), "any"),
+    ("dot-2d-1d-int32", "dot", "int32", (5, 17), "int32", (17,), "any"),
+    ("k0-int32", "matmul", "int32", (3, 0), "int32", (0, 4), "any"),
+    ("k0-float32", "matmul", "float32", (3, 0), "float32", (0, 4), "any"),
+    ("large-int32", "matmul", "int32", (129, 257), "int32", (257, 65), "any"),
+]
+
+
+@pytest.mark.parametrize("case", MATMUL_CASES, ids=[c[0] for c in MATMUL_CASES])
+def test_matmul_integer_bool_mixed_and_broadcast(session, case):
+    _, op, a_dtype, a_shape, b_dtype, b_shape, kind = case
+    rng = np.random.default_rng(seed("matmul", case[0]))
+    a = make(a_dtype, a_shape, rng, kind)
+    b = make(b_dtype, b_shape, rng, kind)
+    with np.errstate(all="ignore"):
+        want = np.matmul(a, b) if op == "matmul" else np.dot(a, b)
+    got = run(session, [a, b], lambda g, x, y: getattr(g, op)(x, y))
+    if case[0].endswith("wraps"):
+        # The inputs span the dtype's range: the exact sums overflow.
+        exact = np.matmul(a.astype(object), b.astype(object))
+        assert (exact != want.astype(object)).any()
+    if a_shape[-1] == 0:
+        assert not want.any() and want.shape == (3, 4)
+    check(got, want, rtol=1e-5, atol=1e-4)
+
+
 # ------------------------------------------------------------------ shape ops
 
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint64", "float16", "float64"])
@@ -639,6 +713,73 @@ def test_random_is_seeded_and_plausible(session, dtype):
     assert abs(a.astype(np.float64).mean() - 1) < 0.05
     assert abs(z.astype(np.float64).mean() - 2) < 0.02
     assert abs(z.astype(np.float64).std() - 0.5) < 0.02
+
+
+@pytest.mark.parametrize("dtype,start,stop,step", [
+    ("float32", 0.1, 30000.0, 0.37), ("float64", -5.0, 3000.0, 0.013), ("float16", 0.5, 900.0, 0.75),
+    ("int8", 100, -100, -3), ("uint16", 7, 150000, 5), ("int64", -(1 << 40), 1 << 40, 1 << 26),
+    ("int32", 0, 300000, 1)], ids=str)
+def test_arange_matches_numpy(session, dtype, start, stop, step):
+    g = gpuflow.Graph()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = np.arange(start, stop, step, dtype=dtype)
+    (got,) = session.execute(g, outputs=[g.arange(start=start, stop=stop, step=step, dtype=dtype)])
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype
+
+
+def philox4x32_10(counter, seed):
+    """Philox4x32-10 (engine/ir/philox.h) in NumPy: four uint64 arrays of 32-bit words."""
+    m32 = np.uint64(0xFFFFFFFF)
+    counter = counter.astype(np.uint64)
+    c0, c1 = counter & m32, counter >> np.uint64(32)
+    c2 = np.zeros_like(c0)
+    c3 = np.zeros_like(c0)
+    seed = np.uint64(seed % (1 << 64))
+    k0, k1 = seed & m32, seed >> np.uint64(32)
+    for _ in range(10):
+        p0 = np.uint64(0xD2511F53) * c0
+        p1 = np.uint64(0xCD9E8D57) * c2
+        c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ k0, p1 & m32,
+                          (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & m32)
+        k0 = (k0 + np.uint64(0x9E3779B9)) & m32
+        k1 = (k1 + np.uint64(0xBB67AE85)) & m32
+    return c0, c1, c2, c3
+
+
+def uniform24(w):
+    return ((w >> np.uint64(8)).astype(np.float32) * np.float32(2.0 ** -24)).astype(np.float64)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("seed", [0, 12345, -3, (1 << 40) + 5])
+def test_random_draws_are_philox(session, dtype, seed):
+    """Every backend draws philox.h's numbers: uniform bit for bit, normal
+    within 2 ulp (log and cos may round differently)."""
+    n = 4099
+    w0, w1, w2, w3 = philox4x32_10(np.arange(n), seed)
+    wide = dtype == "float64"
+
+    def u53(hi, lo):
+        return (((hi << np.uint64(32)) | lo) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+
+    low, high = -1.5, 2.25
+    u = u53(w0, w1) if wide else uniform24(w0)
+    v = low + (high - low) * u
+    rounded = v.astype(dtype)
+    top = np.nextafter(np.asarray(high, dtype), np.asarray(-np.inf, dtype))
+    want_uniform = np.where(rounded.astype(np.float64) >= high, top, rounded).astype(dtype)
+    u1 = 1.0 - (u53(w0, w1) if wide else uniform24(w0))
+    u2 = u53(w2, w3) if wide else uniform24(w1)
+    want_normal = (0.5 + 2.0 * np.sqrt(-2.0 * np.log(u1)) * np.cos(2 * np.pi * u2)).astype(dtype)
+
+    g = gpuflow.Graph()
+    got_u, got_n = session.execute(g, outputs=[
+        g.random_uniform(shape=[n], seed=seed, low=low, high=high, dtype=dtype),
+        g.random_normal(shape=[n], seed=seed, mean=0.5, std=2.0, dtype=dtype)])
+    np.testing.assert_array_equal(got_u, want_uniform)
+    np.testing.assert_array_max_ulp(got_n, want_normal, maxulp=2)
 
 
 # ------------------------------------------------------------------ bfloat16

@@ -187,18 +187,6 @@ TEST(CodegenTest, ReductionStrategiesFollowTheLayout) {
   EXPECT_EQ(strategy({4, 1, 6}, {0, 1}), S::kOuter);  // size-1 dims do not count
 }
 
-TEST(CodegenTest, EmptyReductionsFallBack) {
-  Graph g;
-  Node r = MakeNode("r", "sum", {Input::Array("x")});
-  r.attrs["axes"] = std::vector<int64_t>{1};
-  g.nodes.push_back(r);
-  auto prepared = Prepare(g, DType::kFloat32, {4, 0}, {});
-  ASSERT_TRUE(prepared);
-  auto k = GenerateReduction(prepared->first, prepared->second->steps[0]);
-  ASSERT_TRUE(k.ok());
-  EXPECT_FALSE(k->has_value());
-}
-
 // Generates reduction `op` of x (6, 7, 9) into `program`: over `axes`
 // (argmin/argmax: the first; absent: everything), with a fused prologue and
 // epilogue when `fused`. Returns the strategy.
@@ -240,6 +228,41 @@ void ExpectCompilesForSm90(const std::string& program, const std::string& name) 
   absl::StatusOr<CompiledModule> module = CompileToCubin(program, name, options);
   ASSERT_TRUE(module.ok()) << module.status();
   EXPECT_GT(module->cubin.size(), 0u);
+}
+
+// Reducing no elements runs on the device: every output is the finished
+// identity (R = 0); var/std read no element for their shift. No outputs: no
+// kernel.
+TEST(CodegenTest, EmptyReductionsRunOnTheDevice) {
+  std::string program = kDeviceLibrary;
+  for (const char* op : {"sum", "var"}) {
+    Graph g;
+    Node r = MakeNode("r", op, {Input::Array("x")});
+    r.attrs["axes"] = std::vector<int64_t>{1};
+    g.nodes.push_back(r);
+    auto prepared = Prepare(g, DType::kFloat32, {4, 0}, {});
+    ASSERT_TRUE(prepared);
+    auto k =
+        GenerateReduction(prepared->first, prepared->second->steps[0], std::string("empty_") + op);
+    ASSERT_TRUE(k.ok()) << k.status();
+    ASSERT_TRUE(k->has_value()) << op;
+    EXPECT_EQ((*k)->outputs, 4);
+    EXPECT_EQ((*k)->reduced, 0);
+    if (std::string(op) == "var") {
+      EXPECT_THAT((*k)->kernel_source, HasSubstr("if (R > 0)"));
+    }
+    program += (*k)->kernel_source;
+  }
+  Graph g;
+  Node r = MakeNode("r", "sum", {Input::Array("x")});
+  r.attrs["axes"] = std::vector<int64_t>{1};
+  g.nodes.push_back(r);
+  auto prepared = Prepare(g, DType::kFloat32, {0, 4}, {});
+  ASSERT_TRUE(prepared);
+  auto k = GenerateReduction(prepared->first, prepared->second->steps[0]);
+  ASSERT_TRUE(k.ok());
+  EXPECT_FALSE(k->has_value());
+  ExpectCompilesForSm90(program, "empty_reductions.cu");
 }
 
 using Strategy = ReductionKernel::Strategy;

@@ -31,3 +31,11 @@ if(GPUFLOW_WITH_CUDA)
   gpuflow_test(codegen_scan_test SRCS engine/cuda/codegen_scan_test.cc
                DEPS gpuflow::cuda gpuflow::plan gpuflow::ir)
 endif()
+if(GPUFLOW_WITH_CUDA)
+  gpuflow_test(codegen_matmul_test SRCS engine/cuda/codegen_matmul_test.cc
+               DEPS gpuflow::cuda gpuflow::plan gpuflow::ir gpuflow::testing)
+endif()
+if(GPUFLOW_WITH_CUDA)
+  gpuflow_test(codegen_creation_test SRCS engine/cuda/codegen_creation_test.cc
+               DEPS gpuflow::cuda gpuflow::plan gpuflow::ir gpuflow::cpu)
+endif()
