@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -179,6 +180,10 @@ struct CustomKernel {
   // Per node input: the word taking its device address, or -1 when the
   // input is a literal passed by value.
   std::vector<int> input_slots;
+  // (node input, word) of each literal passed by value: `words` holds the
+  // generating graph's value there; a graph of the same plan with other
+  // values writes its own (LiteralWord).
+  std::vector<std::pair<int, int>> literal_words;
   // Per out param (elementwise: every out param; reduction: one).
   std::vector<int> output_slots;
   std::vector<DType> output_dtypes;

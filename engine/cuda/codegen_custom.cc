@@ -133,6 +133,7 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
       plan.by_value = true;
       plan.word = push(LiteralWord(graph.literals[ref.index]));
       k.input_slots.push_back(-1);
+      k.literal_words.emplace_back(static_cast<int>(a), plan.word);
       absl::StrAppend(&decls, ByValueParam(ctype, p.name, type.dtype, plan.word));
       continue;
     }
@@ -342,6 +343,7 @@ absl::StatusOr<CustomKernel> GenerateReductionCustom(const ValidatedGraph& graph
     if (ref.kind == ValueRef::Kind::kLiteral && type.shape.rank() == 0) {
       const int w = push(LiteralWord(graph.literals[ref.index]));
       k.input_slots.push_back(-1);
+      k.literal_words.emplace_back(static_cast<int>(a), w);
       absl::StrAppend(&decls, ByValueParam(ctype, sig.in[a].name, type.dtype, w));
       continue;
     }

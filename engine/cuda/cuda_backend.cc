@@ -853,6 +853,10 @@ absl::Status CudaBackend::RunCustom(
     if (!p.ok()) return p.status();
     words[c->input_slots[i]] = reinterpret_cast<uint64_t>(*p);
   }
+  // The kernel is the plan's; the scalars are this graph's.
+  for (const auto& [input, word] : c->literal_words) {
+    words[word] = LiteralWord(graph.literals[node.inputs[input].index]);
+  }
   // The node's value is one output; the others go to scratch buffers, freed
   // in stream order after the launch.
   std::vector<std::unique_ptr<CudaBuffer>> scratch;

@@ -373,7 +373,15 @@ std::string PlanSignature(const ValidatedGraph& graph, absl::Span<const int> out
       std::visit(AttrPrinter{&out}, value);
       out += ',';
     }
-    out += "->";
+    // What a node computes in and the types it reads follow from literal
+    // values too (lt(uint8, -3) compares in int64), and code generation
+    // depends on them.
+    out += ':';
+    for (const ValueType& t : node.input_types) {
+      AppendType(&out, t);
+      out += ',';
+    }
+    absl::StrAppend(&out, "c", DTypeName(node.type.compute_dtype), "->");
     AppendType(&out, node.type.output);
   }
   absl::StrAppend(&out, "|O", absl::StrJoin(output_nodes, ","));

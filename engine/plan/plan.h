@@ -93,7 +93,9 @@ absl::StatusOr<std::shared_ptr<const Plan>> BuildPlan(const ValidatedGraph& grap
                                                       const PlanOptions& options);
 
 // The canonical signature: equal for graphs that differ only in node ids,
-// array names and literal values.
+// array names and literal values, and only when those values leave every
+// node's input, compute and output types the same. Backends may derive
+// anything from a plan but literal values (they read those at run time).
 std::string PlanSignature(const ValidatedGraph& graph, absl::Span<const int> output_nodes);
 
 // A bounded LRU map from signature to plan. Thread-safe.

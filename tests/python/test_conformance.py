@@ -241,6 +241,20 @@ def test_weak_scalar_promotion(session, op, dtype, scalar):
     check(got, want)
 
 
+def test_one_plan_with_other_scalars_uses_each_graphs_values(session):
+    """Graphs that differ only in a scalar share a plan; each runs with its own
+    value, and a value that changes the compute dtype (lt(uint8, -3)) gets its
+    own plan."""
+    x = make("uint8", (4, 33), np.random.default_rng(4), "small")
+    for scalar in (2, -3, 300, 7):
+        check(run(session, [x], lambda g, a: g.lt(a, scalar)),
+              np.array([[int(v) < scalar for v in row] for row in x], dtype=bool))
+    y = make("float32", (8, 1000), np.random.default_rng(5))
+    for scalar in (3.0, -0.5, 11.0):
+        got = run(session, [y], lambda g, a: g.sum(g.mul(g.add(a, scalar), scalar), axes=[1]))
+        check(got, np.sum((y + np.float32(scalar)) * np.float32(scalar), axis=1), rtol=1e-5)
+
+
 def test_weak_int_out_of_bounds_is_rejected(session):
     x = np.arange(5, dtype=np.int8)
     with pytest.raises(gpuflow.InvalidArgumentError, match="300"):
@@ -756,7 +770,7 @@ def uniform24(w):
 @pytest.mark.parametrize("seed", [0, 12345, -3, (1 << 40) + 5])
 def test_random_draws_are_philox(session, dtype, seed):
     """Every backend draws philox.h's numbers: uniform bit for bit, normal
-    within 2 ulp (log and cos may round differently)."""
+    within a few ulps (log and cos may round differently)."""
     n = 4099
     w0, w1, w2, w3 = philox4x32_10(np.arange(n), seed)
     wide = dtype == "float64"
@@ -779,7 +793,11 @@ def test_random_draws_are_philox(session, dtype, seed):
         g.random_uniform(shape=[n], seed=seed, low=low, high=high, dtype=dtype),
         g.random_normal(shape=[n], seed=seed, mean=0.5, std=2.0, dtype=dtype)])
     np.testing.assert_array_equal(got_u, want_uniform)
-    np.testing.assert_array_max_ulp(got_n, want_normal, maxulp=2)
+    # Within a few ulps of the largest term (log and cos may round apart, and
+    # mean + std * ... cancels near zero, so ulps of the result say little).
+    scale = 0.5 + 2.0 * np.sqrt(-2.0 * np.log(u1))
+    error = np.abs(got_n.astype(np.float64) - want_normal.astype(np.float64))
+    assert np.all(error <= 4 * np.finfo(dtype).eps * scale), error.max()
 
 
 # ------------------------------------------------------------------ bfloat16

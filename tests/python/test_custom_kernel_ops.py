@@ -93,6 +93,17 @@ def test_softplus_with_a_python_scalar_threshold(session, dtype):
            rtol=2e-6 if dtype == np.float32 else 1e-12, x=x)
 
 
+def test_one_plan_with_other_scalars_uses_each_graphs_values(session):
+    """Graphs differing only in a scalar share a plan (and its compiled kernel);
+    each still runs with its own value."""
+    x = np.linspace(-30, 30, 4099).astype(np.float32)
+    xd = x.astype(np.float64)
+    for threshold in (20, 5, -3):
+        expected = np.where(xd > threshold, x, np.log1p(np.exp(x))).astype(np.float32)
+        expect(session, lambda g, a: g.elementwise_kernel(a, threshold, **SOFTPLUS), expected,
+               rtol=2e-6, x=x)
+
+
 def test_raw_argument_and_index(session):
     # CuPy's add_reverse example: z = x + y[n - i - 1].
     x = np.arange(10, dtype=np.float64)

@@ -102,6 +102,8 @@ TEST(CodegenCustomTest, SoftplusWithFloat64ThresholdScalarPassesItByValue) {
   ASSERT_EQ(k->input_slots.size(), 2u);
   EXPECT_EQ(k->input_slots[1], -1);  // the literal travels in its word
   EXPECT_EQ(k->words[1], 20u);
+  // ... which the backend rewrites for each graph of the plan.
+  EXPECT_THAT(k->literal_words, ElementsAre(std::make_pair(1, 1)));
   EXPECT_THAT(k->source, HasSubstr("const double threshold = gf::cv<double>(gf::word<i64>"));
   EXPECT_THAT(Compile(*k), IsOk());
 }

@@ -240,6 +240,20 @@ TEST(PlanSignatureTest, IgnoresNamesButNotStructureOrTypes) {
   EXPECT_THAT(sa, HasSubstr("mul"));
 }
 
+TEST(PlanSignatureTest, DiffersWhenALiteralChangesTheComputeDtype) {
+  // lt(uint8 array, 2) compares in uint8, lt(uint8 array, -3) in int64: the
+  // same structure and output type, but not the same code.
+  GraphBuilder a;
+  a.Add("add", {"@x", "@x"}, {8});
+  ValidatedGraph b = a.graph();
+  b.nodes[0].type.compute_dtype = DType::kInt64;
+  ValidatedGraph c = a.graph();
+  c.nodes[0].input_types[1].weak = !c.nodes[0].input_types[1].weak;
+  const std::string sa = PlanSignature(a.graph(), {0});
+  EXPECT_NE(sa, PlanSignature(b, {0}));
+  EXPECT_NE(sa, PlanSignature(c, {0}));
+}
+
 TEST(PlanCacheTest, CountsHitsMissesAndEvicts) {
   PlanCache cache({}, /*max_entries=*/2);
   GraphBuilder g1;
