@@ -5,21 +5,20 @@
 //   ./sum_variants [log2 elements, default 28]
 // Every variant accumulates in double, like the generated kernels (the CPU
 // reference does too), except the "f32" rows.
-#include <cub/block/block_reduce.cuh>
-#include <cub/device/device_reduce.cuh>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cub/block/block_reduce.cuh>
+#include <cub/device/device_reduce.cuh>
 #include <vector>
 
-#define CHECK(x)                                                             \
-  do {                                                                       \
-    cudaError_t e_ = (x);                                                    \
-    if (e_ != cudaSuccess) {                                                 \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));          \
-      std::exit(1);                                                          \
-    }                                                                        \
+#define CHECK(x)                                                    \
+  do {                                                              \
+    cudaError_t e_ = (x);                                           \
+    if (e_ != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                 \
+    }                                                               \
   } while (0)
 
 constexpr int kBlock = 256;
@@ -73,8 +72,8 @@ __device__ Acc PartSum(const float* __restrict__ x, long long n, long long chunk
 }
 
 template <int U, typename Acc>
-__global__ void __launch_bounds__(kBlock) Partial(const float* x, long long n, long long chunk,
-                                                   Acc* scratch) {
+__global__ void __launch_bounds__(kBlock)
+    Partial(const float* x, long long n, long long chunk, Acc* scratch) {
   const Acc a = PartSum<U, Acc>(x, n, chunk);
   if (threadIdx.x == 0) scratch[blockIdx.x] = a;
 }
@@ -92,7 +91,7 @@ __global__ void __launch_bounds__(kBlock) Finalize(const Acc* scratch, int parts
 // One launch: the last part to finish combines the parts.
 template <int U, typename Acc>
 __global__ void __launch_bounds__(kBlock) OnePass(const float* x, long long n, long long chunk,
-                                                   Acc* scratch, unsigned* done, float* out) {
+                                                  Acc* scratch, unsigned* done, float* out) {
   const Acc a = PartSum<U, Acc>(x, n, chunk);
   __shared__ bool last;
   if (threadIdx.x == 0) {
@@ -167,8 +166,7 @@ int main(int argc, char** argv) {
   auto report = [&](const char* name, double ms) {
     float got = 0;
     CHECK(cudaMemcpy(&got, out, sizeof(float), cudaMemcpyDeviceToHost));
-    std::printf("%-34s %9.4f %8.3f %10.2e\n", name, ms, gb / ms,
-                std::abs(got - want) / want);
+    std::printf("%-34s %9.4f %8.3f %10.2e\n", name, ms, gb / ms, std::abs(got - want) / want);
   };
   {
     size_t temp_bytes = 0;
@@ -200,8 +198,12 @@ int main(int argc, char** argv) {
     CHECK(cudaGetLastError());
     report(name, ms);
   };
-  struct F64 { using type = double; };
-  struct F32 { using type = float; };
+  struct F64 {
+    using type = double;
+  };
+  struct F32 {
+    using type = float;
+  };
   using U2 = std::integral_constant<int, 2>;
   using U4 = std::integral_constant<int, 4>;
   using U8 = std::integral_constant<int, 8>;
