@@ -121,6 +121,8 @@ class Backend {
   virtual absl::string_view name() const = 0;
   // Human-readable device, e.g. "CPU (2 threads)".
   virtual std::string device_description() const = 0;
+  // The index of the device it runs on (-1: none, the CPU backend).
+  virtual int device() const { return -1; }
   // False after an unrecoverable device error; requests then fail with
   // UNAVAILABLE.
   virtual bool healthy() const = 0;

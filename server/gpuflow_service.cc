@@ -104,6 +104,7 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   kernel_cache->set_compile_seconds(kernel_stats.compile_seconds);
   kernel_cache->set_entries(kernel_stats.memory_entries);
   kernel_cache->set_bytes(kernel_stats.disk_bytes);
+  kernel_cache->set_disk_entries(kernel_stats.disk_entries);
   return Finish(context, call, absl::OkStatus());
 }
 
@@ -482,6 +483,7 @@ absl::Status GpuFlowService::ObservedBenchmark(Session& session,
                                                v1::BenchmarkResponse* response) {
   absl::Status status = runner_.Benchmark(session, request, response);
   if (!status.ok()) return status;
+  response->set_device(backend_.device());
   // Kernels compile in the first run only.
   const v1::Timings& first = response->first_run();
   ObserveCompiles(RpcMethod::kBenchmark, session.label(), first.kernels_compiled(),

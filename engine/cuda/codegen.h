@@ -94,10 +94,15 @@ struct ReductionKernel {
 absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(
     const ValidatedGraph& graph, const Step& step, const std::string& name = "gf_reduce");
 
-// softmax / log_softmax over the last, contiguous axis, one block per row,
-// the row held in registers (rows up to 32 * 1024 elements); prologue and
-// epilogue nodes of the input's shape are fused. Words: [pointers] [out]
-// [rows] [scalars]. Empty when the step does not fit.
+// softmax / log_softmax over any axis; prologue and epilogue nodes of the
+// input's shape are fused. Three layouts:
+//  - the last axis, rows up to 32 * 1024 elements: a block per row, the row
+//    held in registers (16-byte vectors when the input is all it reads);
+//  - the last axis, longer rows: a block per row reading it three times
+//    (maximum, sum, write);
+//  - another axis (elements `stride` apart): a thread per row, neighbouring
+//    threads on neighbouring rows (coalesced), reading it three times.
+// Words: [pointers] [out] [rows] [scalars]. Empty when the step does not fit.
 struct SoftmaxKernel {
   std::string name;
   std::string source;
@@ -108,6 +113,10 @@ struct SoftmaxKernel {
   int block = 256;
   // Elements per 16-byte vector load and store (0: scalar).
   int vector_width = 0;
+  // Row elements are this far apart (1: the last axis).
+  int64_t stride = 1;
+  // A thread per row (another axis); launch `block`-thread blocks over rows.
+  bool thread_per_row = false;
 };
 absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(
     const ValidatedGraph& graph, const Step& step, const std::string& name = "gf_softmax");

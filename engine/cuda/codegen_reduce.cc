@@ -500,14 +500,16 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
   const Shape& shape = sm.type.output.shape;
   if (shape.rank() == 0 || shape.num_elements() == 0) return std::nullopt;
   const int64_t axis = std::get<int64_t>(sm.attrs.at("axis"));
-  if (axis != shape.rank() - 1) return std::nullopt;
   SoftmaxKernel k;
   k.name = name;
-  k.row_length = shape.dim(shape.rank() - 1);
+  k.row_length = shape.dim(static_cast<int>(axis));
   k.rows = shape.num_elements() / k.row_length;
-  k.block = k.row_length <= 32 * 256 ? 256 : 1024;
+  for (int d = static_cast<int>(axis) + 1; d < shape.rank(); ++d) k.stride *= shape.dim(d);
+  k.thread_per_row = k.stride > 1;
+  k.block = k.row_length <= 32 * 256 || k.thread_per_row ? 256 : 1024;
   const int64_t vpt = (k.row_length + k.block - 1) / k.block;
-  if (vpt > 32) return std::nullopt;
+  // Rows held in registers (else re-read from memory).
+  const bool in_registers = !k.thread_per_row && vpt <= 32;
   auto at = std::find(step.nodes.begin(), step.nodes.end(), step.reduction);
   const std::vector<int> prologue(step.nodes.begin(), at);
   const std::vector<int> epilogue(at + 1, step.nodes.end());
@@ -547,9 +549,9 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
   for (int n : epilogue) {
     for (const ValueRef& ref : graph.nodes[n].inputs) epilogue_reads_input |= ref == input;
   }
-  const bool vectorize = prologue.empty() && pointers == 1 && !k.inputs[0].by_value &&
-                         k.inputs[0].ref == input && !epilogue_reads_input && e > 1 &&
-                         k.row_length % e == 0;
+  const bool vectorize = in_registers && prologue.empty() && pointers == 1 &&
+                         !k.inputs[0].by_value && k.inputs[0].ref == input &&
+                         !epilogue_reads_input && e > 1 && k.row_length % e == 0;
   // Both layouts: the same kernel around their own row loops; the row's
   // maximum and sum are reduced over the block and shared with every thread.
   const std::string head = absl::StrCat(
@@ -600,6 +602,35 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
         log ? absl::StrCat(at, " - mx - log(sum)") : absl::StrCat(at, " / sum"), ");\n", epi_body,
         "          ov.v[q] = gf::cv<", out_t, ">(v", step.root, ");\n", "        }\n",
         "        ((vout_t*)out)[row * ", lv, " + jv] = ov;\n", "      }\n    }\n", tail);
+  } else if (!in_registers) {
+    // Three passes over the row, each element recomputed from memory: a
+    // block per row (long rows) or a thread per row (another axis).
+    const std::string s_ = absl::StrCat(k.stride);
+    const std::string row_loop =
+        k.thread_per_row
+            ? absl::StrCat("  for (long long row = (long long)blockIdx.x * ", k.block,
+                           " + threadIdx.x; row < rows; row += (long long)gridDim.x * ", k.block,
+                           ") {\n", "    const long long base = (row / ", s_, ") * ", l, " * ", s_,
+                           " + row % ", s_, ";\n")
+            : absl::StrCat("  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n",
+                           "    const long long base = row * ", l, ";\n");
+    const std::string j_loop =
+        k.thread_per_row
+            ? absl::StrCat("    for (long long j = 0; j < ", l, "; ++j) {\n",
+                           "      const long long off = base + j * ", s_, ";\n")
+            : absl::StrCat("    for (long long j = threadIdx.x; j < ", l, "; j += ", k.block,
+                           ") {\n", "      const long long off = base + j;\n");
+    const std::string value = absl::StrCat("gf::in<", c, ", ", compute_t, ">(", x, ")");
+    const std::string x_of = absl::StrCat(pro_body, "      const ", c, " xv = ", value, ";\n");
+    src =
+        absl::StrCat(head, row_loop, "    ", c, " mx = -gf::inf<", c, ">();\n", j_loop, x_of,
+                     "      mx = gf::op_maximum<", c, ">(mx, xv);\n    }\n",
+                     k.thread_per_row ? absl::StrCat("    ", c, " sum = 0;\n") : share_max, j_loop,
+                     x_of, "      sum += exp(xv - mx);\n    }\n", k.thread_per_row ? "" : share_sum,
+                     j_loop, x_of, "      const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t,
+                     ">(", log ? "xv - mx - log(sum)" : "exp(xv - mx) / sum", ");\n", epi_body,
+                     "      out[off] = gf::cv<", out_t, ">(v", step.root, ");\n    }\n",
+                     k.thread_per_row ? "  }\n}\n" : tail);
   } else {
     src = absl::StrCat(
         head, "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n", "    ", c,

@@ -267,6 +267,7 @@ class CudaBackend final : public Backend {
                         static_cast<double>(props_.totalGlobalMem) / (1 << 30), " GiB)");
   }
   bool healthy() const override { return healthy_.load(); }
+  int device() const override { return options_.device; }
 
   // Queries only: a failed one leaves its figure unknown (it does not mark
   // the backend unhealthy; the calls that run work do that).
@@ -1086,11 +1087,10 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
     words.push_back(reinterpret_cast<uint64_t>(out));
     words.push_back(static_cast<uint64_t>(k.rows));
     scalar_words(k.inputs, words);
-    if (absl::Status s =
-            Launch(*kernel, std::min<int64_t>(k.rows, int64_t{1} << 30), 1, k.block, words, stream);
-        !s.ok()) {
-      return s;
-    }
+    const int64_t blocks = k.thread_per_row
+                               ? std::clamp<int64_t>((k.rows + k.block - 1) / k.block, 1, sms * 32)
+                               : std::min<int64_t>(k.rows, int64_t{1} << 30);
+    if (absl::Status s = Launch(*kernel, blocks, 1, k.block, words, stream); !s.ok()) return s;
     return true;
   }
 
@@ -1155,6 +1155,8 @@ absl::StatusOr<bool> CudaBackend::TryScan(
     StepCode* code, const ValidatedGraph& graph, const Step& step,
     const std::function<absl::StatusOr<const void*>(const ValueRef&)>& ptr, CudaStream& stream,
     void* out, RunResult& result) {
+  // An empty output needs no kernel.
+  if (graph.nodes[step.root].type.output.shape.num_elements() == 0) return true;
   absl::StatusOr<std::shared_ptr<const std::optional<ScanKernel>>> scan =
       Generated<std::optional<ScanKernel>>(code, "scan", [&] { return GenerateScan(graph, step); });
   if (!scan.ok()) return scan.status();

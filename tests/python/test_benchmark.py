@@ -90,3 +90,17 @@ def test_benchmark_misuse(session, client):
         y = other.asarray(np.ones(4))
     with pytest.raises(gf.SessionClosedError):
         gf.benchmark(norms, (y,))
+
+
+def test_benchmark_reply_names_the_device(session):
+    """BenchmarkResponse.device: the server's device index; -1 on the CPU backend."""
+    from gpuflow.v1 import service_pb2
+
+    session.upload(np.arange(16, dtype=np.float32), name="bx")
+    g = gf.Graph()
+    out = g.add(g.array("bx"), 1)
+    request = service_pb2.BenchmarkRequest(session_id=session.id, graph=g.proto,
+                                           output_nodes=[out.id], n_warmup=0, n_repeat=2)
+    reply = session._stub.Benchmark(request)
+    assert reply.device == (0 if BACKEND == "cuda" else -1)
+    assert len(reply.cpu_seconds) == 2

@@ -445,3 +445,19 @@ def test_health_watch_turns_not_serving_on_shutdown(make_server):
         stopper.join()
         channel.close()
     assert srv.proc.returncode == 0
+
+
+def test_server_info_counts_kernels_in_memory_and_on_disk(make_server, tmp_path):
+    """ServerInfo.kernel_cache: entries (kernels in memory), bytes and
+    disk_entries (the on-disk cache); all 0 on the CPU backend."""
+    srv = make_server(f"--kernel_cache_dir={tmp_path}")
+    with gpuflow.connect(srv.target) as c, c.session() as s:
+        s.upload(np.arange(64, dtype=np.float32), name="x")
+        g = gpuflow.Graph()
+        s.execute(g, outputs=[g.exp(g.array("x"))])
+        kc = c.info().kernel_cache
+    if BACKEND == "cuda":
+        assert kc.entries >= 1 and kc.disk_entries >= 1 and kc.bytes > 0
+        assert kc.misses >= 1
+    else:
+        assert (kc.entries, kc.disk_entries, kc.bytes, kc.misses) == (0, 0, 0, 0)

@@ -449,5 +449,48 @@ TEST(CodegenTest, SoftmaxRowsOfWholeVectorsUseVectorLoads) {
   ASSERT_TRUE(module.ok()) << module.status();
 }
 
+// softmax over another axis runs a thread per row (elements `stride` apart),
+// and rows too long for registers a block per row reading them three times;
+// both with a fused prologue and epilogue, float32 and float64.
+TEST(CodegenTest, SoftmaxOverAnyAxisAndLongRows) {
+  std::string program = kDeviceLibrary;
+  int kernels = 0;
+  struct Case {
+    std::vector<int64_t> shape;
+    int64_t axis;
+    int64_t stride;
+    int64_t rows;
+    bool thread_per_row;
+  };
+  const Case cases[] = {
+      {{6, 50, 7}, 1, 7, 42, true}, {{6, 50, 7}, 0, 350, 350, true}, {{3, 40000}, -1, 1, 3, false}};
+  for (const Case& c : cases) {
+    for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+      for (const char* op : {"softmax", "log_softmax"}) {
+        Graph g;
+        g.nodes.push_back(
+            MakeNode("a", "mul", {Input::Array("x"), Input::FromScalar(Scalar::Int(2))}));
+        Node sm = MakeNode("s", op, {Input::Node("a")});
+        sm.attrs["axis"] = c.axis;
+        g.nodes.push_back(sm);
+        g.nodes.push_back(MakeNode("e", "add", {Input::Node("s"), Input::Array("y")}));
+        auto prepared = Prepare(g, dtype, c.shape, c.shape);
+        ASSERT_TRUE(prepared.has_value());
+        ASSERT_EQ(prepared->second->steps.size(), 1u);
+        auto k = GenerateSoftmax(prepared->first, prepared->second->steps[0],
+                                 "sx" + std::to_string(kernels++));
+        ASSERT_TRUE(k.ok()) << k.status();
+        ASSERT_TRUE(k->has_value()) << op << " axis " << c.axis;
+        EXPECT_EQ((*k)->stride, c.stride);
+        EXPECT_EQ((*k)->rows, c.rows);
+        EXPECT_EQ((*k)->thread_per_row, c.thread_per_row);
+        EXPECT_EQ((*k)->vector_width, 0);
+        program += (*k)->kernel_source;
+      }
+    }
+  }
+  ExpectCompilesForSm90(program, "softmax_any_axis.cu");
+}
+
 }  // namespace
 }  // namespace gpuflow::cuda

@@ -1,0 +1,73 @@
+"""Every step of every op family runs on the device: with profile=True the
+CUDA backend names a step it ran on the host "host: ..." (staging its inputs
+through host memory), and none may. Values are checked too, so on the CPU
+backend (CI) these graphs still test the reference.
+"""
+
+import numpy as np
+import pytest
+
+import gpuflow
+
+RNG = np.random.default_rng(21)
+X = RNG.standard_normal((6, 50, 7)).astype(np.float32)
+LONG = RNG.standard_normal((3, 40000)).astype(np.float32)
+I = RNG.integers(-50, 50, size=(2, 1, 3, 4)).astype(np.int32)
+J = RNG.integers(-50, 50, size=(1, 5, 4, 2)).astype(np.int32)
+
+
+def softmax(x, axis):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+# (name, build(g, x, long, i, j) -> node, expected value or None, rtol)
+CASES = [
+    ("elementwise", lambda g, x, *_: g.add(g.mul(g.sqrt(g.abs(x)), 2), 1),
+     np.sqrt(np.abs(X)) * 2 + 1, 1e-6),
+    ("sum", lambda g, x, *_: g.sum(g.mul(x, x), axes=[1]), np.sum(X * X, axis=1), 1e-5),
+    ("var", lambda g, x, *_: g.var(x, axes=[0, 2]), np.var(X, axis=(0, 2)), 1e-5),
+    ("argmax", lambda g, x, *_: g.argmax(x, axis=1), np.argmax(X, axis=1), None),
+    ("softmax last axis", lambda g, x, *_: g.softmax(x, axis=-1), softmax(X, -1), 1e-5),
+    ("softmax middle axis", lambda g, x, *_: g.mul(g.softmax(g.add(x, 1), axis=1), 3),
+     softmax(X + 1, 1) * 3, 1e-5),
+    ("log_softmax first axis", lambda g, x, *_: g.log_softmax(x, axis=0),
+     np.log(softmax(X, 0)), 1e-5),
+    ("softmax of long rows", lambda g, x, long, *_: g.softmax(long, axis=-1),
+     softmax(LONG, -1), 1e-5),
+    ("cumsum", lambda g, x, *_: g.cumsum(x, axis=1), np.cumsum(X, axis=1), 1e-5),
+    ("transpose", lambda g, x, *_: g.transpose(x, axes=[2, 0, 1]), X.transpose(2, 0, 1), None),
+    ("full", lambda g, *_: g.full(2.5, shape=[3, 4]), np.full((3, 4), 2.5), None),
+    ("arange", lambda g, *_: g.arange(start=3, stop=40, step=3), np.arange(3, 40, 3), None),
+    ("random_normal", lambda g, *_: g.random_normal(shape=[1000], seed=5), None, None),
+    ("matmul float32", lambda g, x, *_: g.matmul(x, g.transpose(x, axes=[0, 2, 1])),
+     X @ X.transpose(0, 2, 1), 1e-5),
+    ("matmul int32 broadcast batch", lambda g, x, long, i, j: g.matmul(i, j), I @ J, None),
+    ("dot of vectors", lambda g, x, long, i, j: g.dot(g.reshape(i, shape=[24]),
+                                                      g.reshape(i, shape=[24])),
+     np.dot(I.reshape(24), I.reshape(24)), None),
+    ("empty sum", lambda g, x, *_: g.sum(g.slice(x, starts=[0, 0, 0], stops=[6, 0, 7],
+                                                 steps=[1, 1, 1]), axes=[1]),
+     np.zeros((6, 7), np.float32), None),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_step_runs_on_the_device(session, case):
+    name, build, want, rtol = case
+    for n, v in (("x", X), ("long", LONG), ("i", I), ("j", J)):
+        session.upload(v, name=n)
+    g = gpuflow.Graph()
+    out = build(g, g.array("x"), g.array("long"), g.array("i"), g.array("j"))
+    result = session.execute(g, outputs=[out], profile=True)
+    steps = list(result.timings.steps)
+    assert steps, "profile=True reports every step"
+    on_host = [s.description for s in steps if s.description.startswith("host:")]
+    assert not on_host, f"{name}: steps run on the host: {on_host}"
+    if want is not None:
+        got = result[0]
+        if rtol is None:
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6)
