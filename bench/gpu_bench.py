@@ -328,6 +328,7 @@ def workloads(small=False):
     sm = 256 if small else 8192
     mm = 256 if small else 8192
     sp = 100 if small else 1000
+    long_rows, long_len = (4, 1 << 16) if small else (64, 1 << 20)
     n2 = pow2_label(n)
 
     def cupy_ew(cp):
@@ -343,16 +344,26 @@ def workloads(small=False):
         k = cp.ReductionKernel(*L2NORM)
         return lambda a: k(a, axis=1)
 
-    def cupy_softmax(cp):
+    def cupy_softmax(cp, axis=-1):
         def softmax(x):
-            e = cp.exp(x - x.max(axis=-1, keepdims=True))
-            return e / e.sum(axis=-1, keepdims=True)
+            e = cp.exp(x - x.max(axis=axis, keepdims=True))
+            return e / e.sum(axis=axis, keepdims=True)
 
         return softmax
 
-    def ref_softmax(xp, x):
-        e = xp.exp(x - x.max(axis=-1, keepdims=True))
-        return e / e.sum(axis=-1, keepdims=True)
+    def ref_softmax(xp, x, axis=-1):
+        e = xp.exp(x - x.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    def softmax_workload(key, label, shape, axis, seed):
+        size = shape[0] * shape[1]
+        return Workload(
+            key, label, [Input("x", shape, low=-8.0, high=8.0, seed=seed)],
+            lambda xp, x: ref_softmax(xp, x, axis),
+            gpuflow={"graph": graph_variant(lambda g, x: g.softmax(x, axis=axis))},
+            cupy={"exp/max/sum": lambda cp: cupy_softmax(cp, axis)},
+            torch=lambda torch: lambda x: torch.softmax(x, dim=axis),
+            rtol=1e-4, atol=1e-10, bytes_moved=2 * 4 * size)
 
     def ref_softplus(xp, x):
         return xp.where(x > 20.0, x, xp.log1p(xp.exp(xp.minimum(x, 20.0))))
@@ -426,6 +437,9 @@ def workloads(small=False):
             cupy={"exp/max/sum": cupy_softmax},
             torch=lambda torch: lambda x: torch.softmax(x, dim=-1),
             rtol=1e-4, atol=1e-10, bytes_moved=2 * 4 * sm * sm),
+        softmax_workload("softmax_cols", f"softmax(axis=0), ({sm}, {sm}) f32", (sm, sm), 0, 42),
+        softmax_workload("softmax_long", f"softmax(axis=-1), ({long_rows}, {long_len}) f32",
+                         (long_rows, long_len), -1, 43),
         matmul_workload("float32"),
         matmul_workload("float16"),
         softplus_workload("softplus_small", (sp, sp), 61),

@@ -100,8 +100,9 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(
 //    held in registers (16-byte vectors when the input is all it reads);
 //  - the last axis, longer rows: a block per row reading it three times
 //    (maximum, sum, write);
-//  - another axis (elements `stride` apart): a thread per row, neighbouring
-//    threads on neighbouring rows (coalesced), reading it three times.
+//  - another axis (elements `stride` apart): 32 neighbouring rows per block
+//    (coalesced), up to 32 threads along each row combining through shared
+//    memory, reading it three times.
 // Words: [pointers] [out] [rows] [scalars]. Empty when the step does not fit.
 struct SoftmaxKernel {
   std::string name;
@@ -115,7 +116,8 @@ struct SoftmaxKernel {
   int vector_width = 0;
   // Row elements are this far apart (1: the last axis).
   int64_t stride = 1;
-  // A thread per row (another axis); launch `block`-thread blocks over rows.
+  // Another axis: blocks of `block` threads take 32 rows each (launch
+  // ceil(rows / 32) blocks).
   bool thread_per_row = false;
 };
 absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(

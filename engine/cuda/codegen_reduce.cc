@@ -506,7 +506,11 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
   k.rows = shape.num_elements() / k.row_length;
   for (int d = static_cast<int>(axis) + 1; d < shape.rank(); ++d) k.stride *= shape.dim(d);
   k.thread_per_row = k.stride > 1;
-  k.block = k.row_length <= 32 * 256 || k.thread_per_row ? 256 : 1024;
+  // Another axis: 32 neighbouring rows per block, `lanes` threads along each
+  // (a power of two, at most 32, no more than the row has elements).
+  int lanes = 1;
+  while (lanes < 32 && lanes < k.row_length) lanes *= 2;
+  k.block = k.thread_per_row ? 32 * lanes : k.row_length <= 32 * 256 ? 256 : 1024;
   const int64_t vpt = (k.row_length + k.block - 1) / k.block;
   // Rows held in registers (else re-read from memory).
   const bool in_registers = !k.thread_per_row && vpt <= 32;
@@ -603,34 +607,56 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
         "          ov.v[q] = gf::cv<", out_t, ">(v", step.root, ");\n", "        }\n",
         "        ((vout_t*)out)[row * ", lv, " + jv] = ov;\n", "      }\n    }\n", tail);
   } else if (!in_registers) {
-    // Three passes over the row, each element recomputed from memory: a
-    // block per row (long rows) or a thread per row (another axis).
+    // Three passes over the row (maximum, sum, write), each element
+    // recomputed from memory: a block per long row, or (another axis) 32
+    // neighbouring rows per block, coalesced, with `lanes` threads along
+    // each row combining through shared memory.
     const std::string s_ = absl::StrCat(k.stride);
+    const std::string lanes_ = absl::StrCat(lanes);
     const std::string row_loop =
         k.thread_per_row
-            ? absl::StrCat("  for (long long row = (long long)blockIdx.x * ", k.block,
-                           " + threadIdx.x; row < rows; row += (long long)gridDim.x * ", k.block,
-                           ") {\n", "    const long long base = (row / ", s_, ") * ", l, " * ", s_,
-                           " + row % ", s_, ";\n")
+            ? absl::StrCat("  __shared__ ", c, " part[", lanes, "][32];\n",
+                           "  const int lane = threadIdx.x & 31;\n",
+                           "  const int along = threadIdx.x >> 5;\n",
+                           "  for (long long row0 = (long long)blockIdx.x * 32; row0 < rows; "
+                           "row0 += (long long)gridDim.x * 32) {\n",
+                           "    const long long row = row0 + lane;\n",
+                           "    const bool live = row < rows;\n",
+                           "    const long long base = live ? (row / ", s_, ") * ", l, " * ", s_,
+                           " + row % ", s_, " : 0;\n")
             : absl::StrCat("  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n",
                            "    const long long base = row * ", l, ";\n");
     const std::string j_loop =
         k.thread_per_row
-            ? absl::StrCat("    for (long long j = 0; j < ", l, "; ++j) {\n",
-                           "      const long long off = base + j * ", s_, ";\n")
+            ? absl::StrCat("    if (live) for (long long j = along; j < ", l, "; j += ", lanes_,
+                           ") {\n", "      const long long off = base + j * ", s_, ";\n")
             : absl::StrCat("    for (long long j = threadIdx.x; j < ", l, "; j += ", k.block,
                            ") {\n", "      const long long off = base + j;\n");
+    // Combines the `lanes` threads' values of `var` for each row.
+    auto combine_lanes = [&](const std::string& var, const std::string& op) {
+      return absl::StrCat("    part[along][lane] = ", var, ";\n", "    __syncthreads();\n",
+                          "    if (along == 0) {\n", "      for (int t = 1; t < ", lanes_,
+                          "; ++t) ", var, " = ", op, ";\n", "      part[0][lane] = ", var, ";\n",
+                          "    }\n", "    __syncthreads();\n", "    ", var, " = part[0][lane];\n",
+                          "    __syncthreads();\n");
+    };
     const std::string value = absl::StrCat("gf::in<", c, ", ", compute_t, ">(", x, ")");
     const std::string x_of = absl::StrCat(pro_body, "      const ", c, " xv = ", value, ";\n");
-    src =
-        absl::StrCat(head, row_loop, "    ", c, " mx = -gf::inf<", c, ">();\n", j_loop, x_of,
-                     "      mx = gf::op_maximum<", c, ">(mx, xv);\n    }\n",
-                     k.thread_per_row ? absl::StrCat("    ", c, " sum = 0;\n") : share_max, j_loop,
-                     x_of, "      sum += exp(xv - mx);\n    }\n", k.thread_per_row ? "" : share_sum,
-                     j_loop, x_of, "      const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t,
-                     ">(", log ? "xv - mx - log(sum)" : "exp(xv - mx) / sum", ");\n", epi_body,
-                     "      out[off] = gf::cv<", out_t, ">(v", step.root, ");\n    }\n",
-                     k.thread_per_row ? "  }\n}\n" : tail);
+    const std::string after_max =
+        k.thread_per_row
+            ? absl::StrCat(
+                  combine_lanes("mx", absl::StrCat("gf::op_maximum<", c, ">(mx, part[t][lane])")),
+                  "    ", c, " sum = 0;\n")
+            : share_max;
+    const std::string after_sum =
+        k.thread_per_row ? combine_lanes("sum", "sum + part[t][lane]") : share_sum;
+    src = absl::StrCat(head, row_loop, "    ", c, " mx = -gf::inf<", c, ">();\n", j_loop, x_of,
+                       "      mx = gf::op_maximum<", c, ">(mx, xv);\n    }\n", after_max, j_loop,
+                       x_of, "      sum += exp(xv - mx);\n    }\n", after_sum, j_loop, x_of,
+                       "      const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t, ">(",
+                       log ? "xv - mx - log(sum)" : "exp(xv - mx) / sum", ");\n", epi_body,
+                       "      out[off] = gf::cv<", out_t, ">(v", step.root, ");\n    }\n",
+                       k.thread_per_row ? "  }\n}\n" : tail);
   } else {
     src = absl::StrCat(
         head, "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n", "    ", c,

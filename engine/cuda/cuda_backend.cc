@@ -1088,7 +1088,7 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
     words.push_back(static_cast<uint64_t>(k.rows));
     scalar_words(k.inputs, words);
     const int64_t blocks = k.thread_per_row
-                               ? std::clamp<int64_t>((k.rows + k.block - 1) / k.block, 1, sms * 32)
+                               ? std::min<int64_t>((k.rows + 31) / 32, int64_t{1} << 30)
                                : std::min<int64_t>(k.rows, int64_t{1} << 30);
     if (absl::Status s = Launch(*kernel, blocks, 1, k.block, words, stream); !s.ok()) return s;
     return true;
