@@ -98,12 +98,15 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(
 // input's shape are fused. Three layouts:
 //  - the last axis, rows up to 32 * 1024 elements: a block per row, the row
 //    held in registers (16-byte vectors when the input is all it reads);
-//  - the last axis, longer rows: a block per row reading it three times
-//    (maximum, sum, write);
+//  - the last axis, longer rows (`split`): each row cut into parts, a block
+//    per part, in three kernels: `name`_pmax (each part's maximum),
+//    `name`_psum (each part's sum of exp(x - row maximum)) and `name` (the
+//    outputs), through a scratch buffer of 2 * rows * parts accumulators;
 //  - another axis (elements `stride` apart): 32 neighbouring rows per block
 //    (coalesced), up to 32 threads along each row combining through shared
 //    memory, reading it three times.
-// Words: [pointers] [out] [rows] [scalars]. Empty when the step does not fit.
+// Words: [pointers] [out] [rows] ([parts] [scratch] when split) [scalars].
+// Empty when the step does not fit.
 struct SoftmaxKernel {
   std::string name;
   std::string source;
@@ -119,6 +122,9 @@ struct SoftmaxKernel {
   // Another axis: blocks of `block` threads take 32 rows each (launch
   // ceil(rows / 32) blocks).
   bool thread_per_row = false;
+  // Long rows in parts (three kernels); accumulator_bytes: a scratch entry.
+  bool split = false;
+  int accumulator_bytes = 0;
 };
 absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(
     const ValidatedGraph& graph, const Step& step, const std::string& name = "gf_softmax");

@@ -514,6 +514,8 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
   const int64_t vpt = (k.row_length + k.block - 1) / k.block;
   // Rows held in registers (else re-read from memory).
   const bool in_registers = !k.thread_per_row && vpt <= 32;
+  // Longer rows are cut into parts, each a block (three kernels).
+  k.split = !k.thread_per_row && !in_registers;
   auto at = std::find(step.nodes.begin(), step.nodes.end(), step.reduction);
   const std::vector<int> prologue(step.nodes.begin(), at);
   const std::vector<int> epilogue(at + 1, step.nodes.end());
@@ -530,8 +532,16 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
   absl::StrAppend(&decl, "  ", out_t, "* __restrict__ out = (", out_t, "*)p.w[", word, "];\n");
   absl::StrAppend(&decl, "  const long long rows = (long long)p.w[", word + 1, "];\n");
   word += 2;
-  decl += DeclareScalars(k.inputs, "in", &word, &exprs);
   const char* c = ComputeClassName(sm.type.compute_dtype);
+  if (k.split) {
+    // Each part's maximum, then each part's sum: scratch[part of row] and
+    // scratch[rows * parts + part of row].
+    absl::StrAppend(&decl, "  const long long parts = (long long)p.w[", word, "];\n", "  ", c,
+                    "* __restrict__ scratch = (", c, "*)p.w[", word + 1, "];\n");
+    word += 2;
+    k.accumulator_bytes = static_cast<int>(ItemSize(sm.type.compute_dtype));
+  }
+  decl += DeclareScalars(k.inputs, "in", &word, &exprs);
   const ValueRef input = sm.inputs[0];
   const std::string x = input.kind == ValueRef::Kind::kNode && Contains(prologue, input.index)
                             ? absl::StrCat("v", input.index)
@@ -606,32 +616,69 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
         log ? absl::StrCat(at, " - mx - log(sum)") : absl::StrCat(at, " / sum"), ");\n", epi_body,
         "          ov.v[q] = gf::cv<", out_t, ">(v", step.root, ");\n", "        }\n",
         "        ((vout_t*)out)[row * ", lv, " + jv] = ov;\n", "      }\n    }\n", tail);
-  } else if (!in_registers) {
+  } else if (k.split) {
+    // Rows too long for registers, cut into `parts` blocks each: `name`_pmax
+    // writes each part's maximum, `name`_psum each part's sum of exp(x - M)
+    // (M the row's maximum, from the parts'), `name` the outputs. Three reads
+    // of the row, as the reference's three passes, with every SM busy.
+    const std::string prelude =
+        absl::StrCat("#include <cub/block/block_reduce.cuh>\n", "struct ", name,
+                     "_args { unsigned long long w[", word, "]; };\n", "struct ", name,
+                     "_max { __device__ __forceinline__ ", c, " operator()(const ", c,
+                     "& a, const ", c, "& b) const { return gf::op_maximum<", c, ">(a, b); } };\n");
+    auto open = [&](const std::string& kernel) {
+      return absl::StrCat(
+          "extern \"C\" __global__ void __launch_bounds__(", k.block, ") ", kernel, "(const ", name,
+          "_args p) {\n", decl, "  typedef cub::BlockReduce<", c, ", ", k.block, "> reduce_t;\n",
+          "  __shared__ typename reduce_t::TempStorage temp;\n", "  const long long chunk = (", l,
+          " + parts - 1) / parts;\n",
+          "  for (long long t = blockIdx.x; t < rows * parts; t += gridDim.x) {\n",
+          "    const long long row = t / parts;\n", "    const long long base = row * ", l, ";\n",
+          "    const long long j0 = (t % parts) * chunk;\n",
+          "    const long long j1 = j0 + chunk < ", l, " ? j0 + chunk : ", l, ";\n");
+    };
+    const std::string j_loop =
+        absl::StrCat("    for (long long j = j0 + threadIdx.x; j < j1; j += ", k.block, ") {\n",
+                     "      const long long off = base + j;\n");
+    const std::string value = absl::StrCat("gf::in<", c, ", ", compute_t, ">(", x, ")");
+    const std::string x_of = absl::StrCat(pro_body, "      const ", c, " xv = ", value, ";\n");
+    const std::string row_max =
+        absl::StrCat("    ", c, " M = -gf::inf<", c, ">();\n",
+                     "    for (long long q = 0; q < parts; ++q) M = gf::op_maximum<", c,
+                     ">(M, scratch[row * parts + q]);\n");
+    const std::string row_sum =
+        absl::StrCat("    ", c, " S = 0;\n",
+                     "    for (long long q = 0; q < parts; ++q) S += scratch[rows * parts + row * "
+                     "parts + q];\n");
+    src = absl::StrCat(prelude, open(name + "_pmax"), "    ", c, " mx = -gf::inf<", c, ">();\n",
+                       j_loop, x_of, "      mx = gf::op_maximum<", c, ">(mx, xv);\n    }\n",
+                       "    mx = reduce_t(temp).Reduce(mx, ", name, "_max());\n",
+                       "    if (threadIdx.x == 0) scratch[t] = mx;\n",
+                       "    __syncthreads();\n  }\n}\n", open(name + "_psum"), row_max, "    ", c,
+                       " sum = 0;\n", j_loop, x_of, "      sum += exp(xv - M);\n    }\n",
+                       "    sum = reduce_t(temp).Sum(sum);\n",
+                       "    if (threadIdx.x == 0) scratch[rows * parts + t] = sum;\n",
+                       "    __syncthreads();\n  }\n}\n", open(name), row_max, row_sum, j_loop, x_of,
+                       "      const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t, ">(",
+                       log ? "xv - M - log(S)" : "exp(xv - M) / S", ");\n", epi_body,
+                       "      out[off] = gf::cv<", out_t, ">(v", step.root, ");\n    }\n  }\n}\n");
+  } else if (k.thread_per_row) {
     // Three passes over the row (maximum, sum, write), each element
-    // recomputed from memory: a block per long row, or (another axis) 32
-    // neighbouring rows per block, coalesced, with `lanes` threads along
-    // each row combining through shared memory.
+    // recomputed from memory: 32 neighbouring rows per block, coalesced,
+    // with `lanes` threads along each row combining through shared memory.
     const std::string s_ = absl::StrCat(k.stride);
     const std::string lanes_ = absl::StrCat(lanes);
-    const std::string row_loop =
-        k.thread_per_row
-            ? absl::StrCat("  __shared__ ", c, " part[", lanes, "][32];\n",
-                           "  const int lane = threadIdx.x & 31;\n",
-                           "  const int along = threadIdx.x >> 5;\n",
-                           "  for (long long row0 = (long long)blockIdx.x * 32; row0 < rows; "
-                           "row0 += (long long)gridDim.x * 32) {\n",
-                           "    const long long row = row0 + lane;\n",
-                           "    const bool live = row < rows;\n",
-                           "    const long long base = live ? (row / ", s_, ") * ", l, " * ", s_,
-                           " + row % ", s_, " : 0;\n")
-            : absl::StrCat("  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n",
-                           "    const long long base = row * ", l, ";\n");
+    const std::string row_loop = absl::StrCat(
+        "  __shared__ ", c, " part[", lanes, "][32];\n", "  const int lane = threadIdx.x & 31;\n",
+        "  const int along = threadIdx.x >> 5;\n",
+        "  for (long long row0 = (long long)blockIdx.x * 32; row0 < rows; "
+        "row0 += (long long)gridDim.x * 32) {\n",
+        "    const long long row = row0 + lane;\n", "    const bool live = row < rows;\n",
+        "    const long long base = live ? (row / ", s_, ") * ", l, " * ", s_, " + row % ", s_,
+        " : 0;\n");
     const std::string j_loop =
-        k.thread_per_row
-            ? absl::StrCat("    if (live) for (long long j = along; j < ", l, "; j += ", lanes_,
-                           ") {\n", "      const long long off = base + j * ", s_, ";\n")
-            : absl::StrCat("    for (long long j = threadIdx.x; j < ", l, "; j += ", k.block,
-                           ") {\n", "      const long long off = base + j;\n");
+        absl::StrCat("    if (live) for (long long j = along; j < ", l, "; j += ", lanes_, ") {\n",
+                     "      const long long off = base + j * ", s_, ";\n");
     // Combines the `lanes` threads' values of `var` for each row.
     auto combine_lanes = [&](const std::string& var, const std::string& op) {
       return absl::StrCat("    part[along][lane] = ", var, ";\n", "    __syncthreads();\n",
@@ -642,21 +689,15 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
     };
     const std::string value = absl::StrCat("gf::in<", c, ", ", compute_t, ">(", x, ")");
     const std::string x_of = absl::StrCat(pro_body, "      const ", c, " xv = ", value, ";\n");
-    const std::string after_max =
-        k.thread_per_row
-            ? absl::StrCat(
-                  combine_lanes("mx", absl::StrCat("gf::op_maximum<", c, ">(mx, part[t][lane])")),
-                  "    ", c, " sum = 0;\n")
-            : share_max;
-    const std::string after_sum =
-        k.thread_per_row ? combine_lanes("sum", "sum + part[t][lane]") : share_sum;
-    src = absl::StrCat(head, row_loop, "    ", c, " mx = -gf::inf<", c, ">();\n", j_loop, x_of,
-                       "      mx = gf::op_maximum<", c, ">(mx, xv);\n    }\n", after_max, j_loop,
-                       x_of, "      sum += exp(xv - mx);\n    }\n", after_sum, j_loop, x_of,
-                       "      const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t, ">(",
-                       log ? "xv - mx - log(sum)" : "exp(xv - mx) / sum", ");\n", epi_body,
-                       "      out[off] = gf::cv<", out_t, ">(v", step.root, ");\n    }\n",
-                       k.thread_per_row ? "  }\n}\n" : tail);
+    src = absl::StrCat(
+        head, row_loop, "    ", c, " mx = -gf::inf<", c, ">();\n", j_loop, x_of,
+        "      mx = gf::op_maximum<", c, ">(mx, xv);\n    }\n",
+        combine_lanes("mx", absl::StrCat("gf::op_maximum<", c, ">(mx, part[t][lane])")), "    ", c,
+        " sum = 0;\n", j_loop, x_of, "      sum += exp(xv - mx);\n    }\n",
+        combine_lanes("sum", "sum + part[t][lane]"), j_loop, x_of, "      const ", sm_t, " v",
+        step.reduction, " = gf::cv<", sm_t, ">(", log ? "xv - mx - log(sum)" : "exp(xv - mx) / sum",
+        ");\n", epi_body, "      out[off] = gf::cv<", out_t, ">(v", step.root,
+        ");\n    }\n  }\n}\n");
   } else {
     src = absl::StrCat(
         head, "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n", "    ", c,

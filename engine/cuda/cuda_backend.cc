@@ -1086,10 +1086,31 @@ absl::StatusOr<bool> CudaBackend::TryReduction(
     if (absl::Status s = pointer_words(k.inputs, words); !s.ok()) return s;
     words.push_back(reinterpret_cast<uint64_t>(out));
     words.push_back(static_cast<uint64_t>(k.rows));
+    if (!k.split) {
+      scalar_words(k.inputs, words);
+      const int64_t blocks = k.thread_per_row
+                                 ? std::min<int64_t>((k.rows + 31) / 32, int64_t{1} << 30)
+                                 : std::min<int64_t>(k.rows, int64_t{1} << 30);
+      if (absl::Status s = Launch(*kernel, blocks, 1, k.block, words, stream); !s.ok()) return s;
+      return true;
+    }
+    // Long rows: about four blocks per SM over all the rows' parts, parts
+    // of at least 16K elements.
+    const int64_t parts = std::clamp<int64_t>((4 * sms + k.rows - 1) / k.rows, 1,
+                                              std::max<int64_t>(1, k.row_length / 16384));
+    absl::StatusOr<std::unique_ptr<CudaBuffer>> scratch =
+        AllocateOn(2 * k.rows * parts * k.accumulator_bytes, stream);
+    if (!scratch.ok()) return scratch.status();
+    words.push_back(static_cast<uint64_t>(parts));
+    words.push_back(reinterpret_cast<uint64_t>((*scratch)->data()));
     scalar_words(k.inputs, words);
-    const int64_t blocks = k.thread_per_row
-                               ? std::min<int64_t>((k.rows + 31) / 32, int64_t{1} << 30)
-                               : std::min<int64_t>(k.rows, int64_t{1} << 30);
+    const int64_t blocks = std::min<int64_t>(k.rows * parts, int64_t{1} << 30);
+    for (const char* suffix : {"_pmax", "_psum"}) {
+      absl::StatusOr<cudaKernel_t> pass = StepKernel(code, k.source, k.name + suffix, result);
+      if (!pass.ok()) return pass.status();
+      if (absl::Status s = Launch(*pass, blocks, 1, k.block, words, stream); !s.ok()) return s;
+    }
+    // `scratch` is freed in stream order, after the kernels that use it.
     if (absl::Status s = Launch(*kernel, blocks, 1, k.block, words, stream); !s.ok()) return s;
     return true;
   }
@@ -1644,7 +1665,16 @@ absl::Status CudaBackend::PrecompileStep(StepCode* code, const ValidatedGraph& g
                                               [&] { return GenerateSoftmax(graph, step); });
   if (!softmax.ok()) return softmax.status();
   if ((*softmax)->has_value()) {
-    return StepKernel(code, (**softmax)->source, (**softmax)->name, counts).status();
+    const SoftmaxKernel& k = ***softmax;
+    if (k.split) {
+      for (const char* suffix : {"_pmax", "_psum"}) {
+        if (absl::Status s = StepKernel(code, k.source, k.name + suffix, counts).status();
+            !s.ok()) {
+          return s;
+        }
+      }
+    }
+    return StepKernel(code, k.source, k.name, counts).status();
   }
   absl::StatusOr<std::shared_ptr<const std::optional<ReductionKernel>>> reduction =
       Generated<std::optional<ReductionKernel>>(code, "reduction",

@@ -523,6 +523,28 @@ def test_softmax_family(session, dtype, axis):
     check(out[2], logsumexp(x, axis).astype(ft), rtol=tol)
 
 
+@pytest.mark.parametrize("shape,axis", [((3, 70001), -1), ((2, 3, 5000), 1), ((40, 3, 2), 0)],
+                         ids=str)
+def test_softmax_long_rows_and_other_axes(session, shape, axis):
+    """Rows too long for registers (cut into parts on the GPU) and axes that
+    are not the last, with -inf, a NaN row and a fused prologue/epilogue."""
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    flat = np.moveaxis(x, axis, -1)  # a view: rows along the last axis
+    flat[0, ..., 1] = -np.inf
+    flat[-1, ..., 0] = np.nan
+    y = rng.standard_normal(shape).astype(np.float32)
+    x64 = x.astype(np.float64) * 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        e = np.exp(x64 - np.max(x64, axis=axis, keepdims=True))
+        want = e / np.sum(e, axis=axis, keepdims=True)
+        want_log = np.log(want)
+    out = run(session, [x, y], lambda g, a, b: [g.add(g.softmax(g.mul(a, 2), axis=axis), b),
+                                                g.log_softmax(g.mul(a, 2), axis=axis)], outputs=2)
+    check(out[0], (want + y).astype(np.float32), rtol=1e-5, atol=1e-6)
+    check(out[1], want_log.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+
 # ------------------------------------------------------------------ scans
 
 @pytest.mark.parametrize("op", ["cumsum", "cumprod"])

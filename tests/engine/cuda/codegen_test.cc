@@ -449,8 +449,8 @@ TEST(CodegenTest, SoftmaxRowsOfWholeVectorsUseVectorLoads) {
   ASSERT_TRUE(module.ok()) << module.status();
 }
 
-// softmax over another axis runs a thread per row (elements `stride` apart),
-// and rows too long for registers a block per row reading them three times;
+// softmax over another axis runs 32 rows per block (elements `stride`
+// apart), and rows too long for registers in parts, in three kernels;
 // both with a fused prologue and epilogue, float32 and float64.
 TEST(CodegenTest, SoftmaxOverAnyAxisAndLongRows) {
   std::string program = kDeviceLibrary;
@@ -484,6 +484,13 @@ TEST(CodegenTest, SoftmaxOverAnyAxisAndLongRows) {
         EXPECT_EQ((*k)->stride, c.stride);
         EXPECT_EQ((*k)->rows, c.rows);
         EXPECT_EQ((*k)->thread_per_row, c.thread_per_row);
+        // Long rows: three kernels over parts of each row.
+        EXPECT_EQ((*k)->split, !c.thread_per_row);
+        if ((*k)->split) {
+          EXPECT_THAT((*k)->kernel_source, HasSubstr((*k)->name + "_pmax("));
+          EXPECT_THAT((*k)->kernel_source, HasSubstr((*k)->name + "_psum("));
+          EXPECT_EQ((*k)->accumulator_bytes, dtype == DType::kFloat64 ? 8 : 4);
+        }
         EXPECT_EQ((*k)->vector_width, 0);
         program += (*k)->kernel_source;
       }
