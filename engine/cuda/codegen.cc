@@ -33,6 +33,10 @@ const char* ComputeClassName(DType dtype) {
   return "double";
 }
 
+const char* WideAccumulatorName(DType compute) {
+  return IsFloat(compute) ? "double" : ComputeClassName(compute);
+}
+
 // Contiguous strides of `shape` right-aligned to `out`, 0 where broadcast.
 std::vector<int64_t> BroadcastStrides(const Shape& shape, const Shape& out) {
   std::vector<int64_t> strides(out.rank(), 0);

@@ -15,6 +15,9 @@ namespace gpuflow::cuda::internal {
 const char* RegisterTypeName(DType dtype);
 // The compute class of a compute dtype: bool, i64, u64, float or double.
 const char* ComputeClassName(DType dtype);
+// The class a scan or matmul accumulates a compute dtype in (the reference's
+// compute classes, every float in double): bool, i64, u64 or double.
+const char* WideAccumulatorName(DType compute);
 // Contiguous strides of `shape` right-aligned to `out`, 0 where broadcast.
 std::vector<int64_t> BroadcastStrides(const Shape& shape, const Shape& out);
 

@@ -24,22 +24,6 @@ constexpr int kTile = 16;
 constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
 constexpr int64_t kMaxGridYZ = 65535;
 
-// The accumulator (and shared tile) type of a compute dtype: the CPU
-// reference's compute classes, floats all in double.
-const char* AccumulatorTypeName(DType compute) {
-  switch (KindOf(compute)) {
-    case DTypeKind::kBool:
-      return "bool";
-    case DTypeKind::kSigned:
-      return "i64";
-    case DTypeKind::kUnsigned:
-      return "u64";
-    case DTypeKind::kFloat:
-      break;
-  }
-  return "double";
-}
-
 // acc += x * y in the accumulator type (host_linalg.cc MulAdd).
 std::string MulAdd(DType compute, const std::string& x, const std::string& y) {
   switch (KindOf(compute)) {
@@ -59,7 +43,7 @@ std::string MulAdd(DType compute, const std::string& x, const std::string& y) {
 // kernels load). A bool byte is any nonzero value (the reference's load).
 std::string Load(DType dtype, DType compute, const std::string& v) {
   const std::string x = dtype == DType::kBool ? absl::StrCat("(bool)(", v, " != 0)") : v;
-  return absl::StrCat("gf::in<", AccumulatorTypeName(compute), ", ",
+  return absl::StrCat("gf::in<", internal::WideAccumulatorName(compute), ", ",
                       internal::RegisterTypeName(compute), ">(", x, ")");
 }
 
@@ -90,7 +74,7 @@ std::string MatmulSource(const std::string& name, DType a_dtype, DType b_dtype, 
   const char* at = StorageTypeName(a_dtype);
   const char* bt = StorageTypeName(b_dtype);
   const char* ot = StorageTypeName(out_dtype);
-  const char* acc = AccumulatorTypeName(compute);
+  const char* acc = internal::WideAccumulatorName(compute);
   const std::string zero = absl::StrCat("(", acc, ")0");
   const std::string result = out_dtype == DType::kBool ? std::string("(u8)gf::cv<bool>(acc)")
                                                        : absl::StrCat("gf::cv<", ot, ">(acc)");

@@ -15,22 +15,6 @@ using internal::RegisterTypeName;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The accumulator type of a scan's compute dtype (the reference's compute
-// classes, floats in double).
-const char* ScanAccumulator(DType compute) {
-  switch (KindOf(compute)) {
-    case DTypeKind::kBool:
-      return "bool";
-    case DTypeKind::kSigned:
-      return "i64";
-    case DTypeKind::kUnsigned:
-      return "u64";
-    case DTypeKind::kFloat:
-      return "double";
-  }
-  return "double";
-}
-
 }  // namespace
 
 absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& graph,
@@ -69,7 +53,7 @@ absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& gra
   }
 
   const DType compute = node.type.compute_dtype;
-  const std::string acc = ScanAccumulator(compute);
+  const std::string acc = internal::WideAccumulatorName(compute);
   k.accumulator_bytes = acc == "bool" ? 1 : 8;
   const bool prod = op == "cumprod";
   const std::string ident = absl::StrCat("(", acc, ")", prod ? "1" : "0");
