@@ -37,6 +37,25 @@ const char* WideAccumulatorName(DType compute) {
   return IsFloat(compute) ? "double" : ComputeClassName(compute);
 }
 
+void MergeDims(std::vector<int64_t>& dims, std::vector<int64_t>& a, std::vector<int64_t>& b) {
+  std::vector<int64_t> d2, a2, b2;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 1) continue;
+    if (!d2.empty() && a2.back() == a[d] * dims[d] && b2.back() == b[d] * dims[d]) {
+      d2.back() *= dims[d];
+      a2.back() = a[d];
+      b2.back() = b[d];
+      continue;
+    }
+    d2.push_back(dims[d]);
+    a2.push_back(a[d]);
+    b2.push_back(b[d]);
+  }
+  dims = std::move(d2);
+  a = std::move(a2);
+  b = std::move(b2);
+}
+
 // Contiguous strides of `shape` right-aligned to `out`, 0 where broadcast.
 std::vector<int64_t> BroadcastStrides(const Shape& shape, const Shape& out) {
   std::vector<int64_t> strides(out.rank(), 0);

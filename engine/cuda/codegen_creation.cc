@@ -2,7 +2,7 @@
 // codegen.h). The formulas are the CPU reference's (engine/cpu/
 // host_creation.cc, engine/ir/philox.h) term for term; NVRTC compiles with
 // -fmad=false, so no product and sum fuse into one rounding.
-#include <cstring>
+#include <bit>
 #include <string>
 #include <variant>
 
@@ -15,17 +15,13 @@
 namespace gpuflow::cuda {
 namespace {
 
+// Float attributes are doubles after validation (OpDef::infer), defaults
+// filled in.
 double FloatAttr(const ValidatedNode& node, const char* name) {
-  const AttrValue& v = node.attrs.at(name);
-  if (const auto* d = std::get_if<double>(&v)) return *d;
-  return static_cast<double>(std::get<int64_t>(v));
+  return std::get<double>(node.attrs.at(name));
 }
 
-uint64_t DoubleWord(double v) {
-  uint64_t w = 0;
-  std::memcpy(&w, &v, sizeof w);
-  return w;
-}
+uint64_t DoubleWord(double v) { return std::bit_cast<uint64_t>(v); }
 
 // The loop every creation kernel shares: element i of n, written by
 // `body` (which sets `v`, of type `value_type`) into out[i] as `t`.

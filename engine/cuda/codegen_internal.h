@@ -18,6 +18,10 @@ const char* ComputeClassName(DType dtype);
 // The class a scan or matmul accumulates a compute dtype in (the reference's
 // compute classes, every float in double): bool, i64, u64 or double.
 const char* WideAccumulatorName(DType compute);
+// Drops dimensions of extent 1 and merges neighbours that both stride
+// vectors step through as one (contiguous, or broadcast in both); may leave
+// no dimension.
+void MergeDims(std::vector<int64_t>& dims, std::vector<int64_t>& a, std::vector<int64_t>& b);
 // Contiguous strides of `shape` right-aligned to `out`, 0 where broadcast.
 std::vector<int64_t> BroadcastStrides(const Shape& shape, const Shape& out);
 

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/codegen.h"
+#include "engine/cuda/codegen_internal.h"
 #include "engine/cuda/device_library.h"
 
 namespace gpuflow::cuda {
@@ -59,30 +60,15 @@ std::string CopySource(const std::string& name, DType src, DType dst, int rank, 
   return absl::StrCat(kDeviceLibrary, src_text);
 }
 
-// Drops dimensions of extent 1 and merges dimensions contiguous in both
-// operands, so most copies run at rank 1 or 2.
+// Merges what the dims allow (internal::MergeDims), so most copies run at
+// rank 1 or 2; a copy of one element keeps one dimension.
 void Simplify(std::vector<int64_t>& dims, std::vector<int64_t>& src, std::vector<int64_t>& dst) {
-  std::vector<int64_t> d2, s2, t2;
-  for (size_t d = 0; d < dims.size(); ++d) {
-    if (dims[d] == 1) continue;
-    if (!d2.empty() && s2.back() == src[d] * dims[d] && t2.back() == dst[d] * dims[d]) {
-      d2.back() *= dims[d];
-      s2.back() = src[d];
-      t2.back() = dst[d];
-      continue;
-    }
-    d2.push_back(dims[d]);
-    s2.push_back(src[d]);
-    t2.push_back(dst[d]);
+  internal::MergeDims(dims, src, dst);
+  if (dims.empty()) {
+    dims.push_back(1);
+    src.push_back(0);
+    dst.push_back(0);
   }
-  if (d2.empty()) {
-    d2.push_back(1);
-    s2.push_back(0);
-    t2.push_back(0);
-  }
-  dims = std::move(d2);
-  src = std::move(s2);
-  dst = std::move(t2);
 }
 
 LayoutCopy MakeCopy(int input, DType src_dtype, DType dst_dtype, std::vector<int64_t> dims,

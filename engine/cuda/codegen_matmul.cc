@@ -47,28 +47,6 @@ std::string Load(DType dtype, DType compute, const std::string& v) {
                       internal::RegisterTypeName(compute), ">(", x, ")");
 }
 
-// Drops batch dimensions of extent 1 and merges neighbours that both
-// operands step through as one (contiguous, or broadcast in both), so the
-// common cases index at batch rank 0 or 1.
-void SimplifyBatch(std::vector<int64_t>& dims, std::vector<int64_t>& a, std::vector<int64_t>& b) {
-  std::vector<int64_t> d2, a2, b2;
-  for (size_t d = 0; d < dims.size(); ++d) {
-    if (dims[d] == 1) continue;
-    if (!d2.empty() && a2.back() == a[d] * dims[d] && b2.back() == b[d] * dims[d]) {
-      d2.back() *= dims[d];
-      a2.back() = a[d];
-      b2.back() = b[d];
-      continue;
-    }
-    d2.push_back(dims[d]);
-    a2.push_back(a[d]);
-    b2.push_back(b[d]);
-  }
-  dims = std::move(d2);
-  a = std::move(a2);
-  b = std::move(b2);
-}
-
 std::string MatmulSource(const std::string& name, DType a_dtype, DType b_dtype, DType compute,
                          DType out_dtype, int batch_rank) {
   const char* at = StorageTypeName(a_dtype);
@@ -192,7 +170,7 @@ absl::StatusOr<std::optional<MatmulKernel>> GenerateMatmul(const ValidatedGraph&
   };
   if (absl::Status s = strides_of(batch_a, n * k, a_strides); !s.ok()) return s;
   if (absl::Status s = strides_of(batch_b, k * m, b_strides); !s.ok()) return s;
-  SimplifyBatch(batch, a_strides, b_strides);
+  internal::MergeDims(batch, a_strides, b_strides);
   const int batch_rank = static_cast<int>(batch.size());
 
   MatmulKernel kernel;
