@@ -11,7 +11,7 @@ PYTHON       ?= /usr/bin/python3
 PORT         ?= 50051
 CMAKE_ARGS   ?=
 
-.PHONY: all deps configure build test test-cpp test-python test-node test-sanitize check-format format serve clean bench-transfer
+.PHONY: all deps configure build test test-cpp test-python test-node test-sanitize check-format format serve clean bench-transfer fuzz-build fuzz fuzz-regress
 
 all: build
 
@@ -78,3 +78,41 @@ test-sanitize: deps
 	cmake --build build-sanitize -j $(JOBS)
 	cd build-sanitize && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -E "CodegenTest|NvrtcTest"
+
+# libFuzzer targets (tests/fuzz/README.md), built with clang in build-fuzz.
+# `make fuzz` runs each for FUZZ_SECONDS on a copy of its seed corpus (the
+# committed one never grows) and fails when any finds a crash, leaving it in
+# build-fuzz/crashes/<target>/. `make fuzz-regress` runs each once over its
+# seeds and tests/fuzz/regressions/<target>/, without fuzzing.
+FUZZ_SECONDS ?= 60
+FUZZERS       = graph_fuzzer graph_json_fuzzer upload_stream_fuzzer
+
+fuzz-build: deps
+	@if [ ! -f build-fuzz/build.ninja ]; then \
+	  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DGPUFLOW_FUZZ=ON -DGPUFLOW_CUDA=OFF \
+	    -DGPUFLOW_BUILD_TESTS=OFF -DGPUFLOW_BUILD_BENCH=OFF $(CMAKE_ARGS); \
+	fi
+	cmake --build build-fuzz -j $(JOBS) --target gpuflow_fuzzers
+
+fuzz: fuzz-build
+	@failed=""; for f in $(FUZZERS); do \
+	  rm -rf build-fuzz/corpus/$$f; mkdir -p build-fuzz/corpus/$$f build-fuzz/crashes/$$f; \
+	  cp tests/fuzz/corpus/$$f/* build-fuzz/corpus/$$f/; \
+	  echo "fuzz: $$f for $(FUZZ_SECONDS) s"; \
+	  build-fuzz/bin/$$f -max_total_time=$(FUZZ_SECONDS) -timeout=30 -print_final_stats=1 \
+	    -dict=tests/fuzz/dict/$$f.dict -artifact_prefix=build-fuzz/crashes/$$f/ \
+	    build-fuzz/corpus/$$f > build-fuzz/$$f.log 2>&1 || failed="$$failed $$f"; \
+	  grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units)" build-fuzz/$$f.log || true; \
+	done; \
+	if [ -n "$$failed" ]; then \
+	  for f in $$failed; do echo "fuzz: $$f FAILED (build-fuzz/$$f.log):"; tail -n 60 build-fuzz/$$f.log; done; \
+	  exit 1; \
+	fi; echo "fuzz: no crash in $(FUZZERS)"
+
+fuzz-regress: fuzz-build
+	@for f in $(FUZZERS); do \
+	  inputs=$$(find tests/fuzz/corpus/$$f tests/fuzz/regressions/$$f -type f ! -name '*.md' 2>/dev/null | sort); \
+	  echo "fuzz-regress: $$f on $$(echo "$$inputs" | wc -l) inputs"; \
+	  build-fuzz/bin/$$f $$inputs > build-fuzz/$$f.regress.log 2>&1 || \
+	    { tail -n 60 build-fuzz/$$f.regress.log; echo "fuzz-regress: $$f FAILED"; exit 1; }; \
+	done; echo "fuzz-regress: every input passes"

@@ -1,7 +1,14 @@
 # Warnings as errors on our own targets only (never on generated protobuf code).
 function(gpuflow_target_options target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Werror)
-  if(GPUFLOW_SANITIZE)
+  if(GPUFLOW_FUZZ)
+    # libFuzzer's coverage instrumentation without its main() (fuzz targets
+    # link -fsanitize=fuzzer, tests/fuzz); any UBSan report aborts, so that
+    # libFuzzer records it as a crash.
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link,address,undefined
+                                             -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  elseif(GPUFLOW_SANITIZE)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()

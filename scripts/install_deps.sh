@@ -10,6 +10,8 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libcivetweb-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
+  # make fuzz: clang with libFuzzer (tests/fuzz)
+  clang libfuzzer-14-dev
   python3 python3-grpcio python3-protobuf python3-numpy python3-pytest
   # promtool and a real Prometheus for tests/python/test_observability.py
   prometheus
