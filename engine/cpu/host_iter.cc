@@ -23,8 +23,10 @@ int StridedLoop::AddOperand(std::vector<int64_t> operand_strides, int64_t operan
 }
 
 int64_t StridedLoop::num_elements() const {
+  // 0 for an empty loop even when other dimensions would overflow.
+  if (std::find(dims.begin(), dims.end(), 0) != dims.end()) return 0;
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims) n = SaturatingMul(n, d);
   return n;
 }
 
@@ -38,10 +40,10 @@ void StridedLoop::Simplify() {
     // its last element to the next one of this dimension contiguously.
     bool merge = !new_dims.empty();
     for (int k = 0; k < num_operands && merge; ++k) {
-      merge = new_strides[k].back() == strides[k][d] * dims[d];
+      merge = new_strides[k].back() == SaturatingMul(strides[k][d], dims[d]);
     }
     if (merge) {
-      new_dims.back() *= dims[d];
+      new_dims.back() = SaturatingMul(new_dims.back(), dims[d]);
       for (int k = 0; k < num_operands; ++k) new_strides[k].back() = strides[k][d];
     } else {
       new_dims.push_back(dims[d]);
@@ -100,7 +102,7 @@ std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> dims) {
   int64_t s = 1;
   for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
     strides[d] = s;
-    s *= dims[d];
+    s = SaturatingMul(s, dims[d]);
   }
   return strides;
 }

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/host_kernels_internal.h"
+#include "engine/ir/echo.h"
 
 namespace gpuflow {
 namespace {
@@ -135,13 +136,13 @@ absl::Status Dispatch(HostFamily family, const ValidatedNode& node,
 absl::Status RunNodeOnHost(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
                            const HostView& out, const HostKernelOptions& options) {
   if (node.op == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("node '", node.id, "' has no op"));
+    return absl::InvalidArgumentError(absl::StrCat("node ", Echo(node.id), " has no op"));
   }
   const std::string& name = node.op->name;
   auto it = HostFamilies().find(name);
   if (it == HostFamilies().end()) {
     return absl::UnimplementedError(
-        absl::StrCat("node '", node.id, "' (", name, "): no host kernel for this op"));
+        absl::StrCat("node ", Echo(node.id), " (", name, "): no host kernel for this op"));
   }
   absl::Status s;
   if (it->second == HostFamily::kCustom) {
@@ -159,7 +160,8 @@ absl::Status RunNodeOnHost(const ValidatedNode& node, absl::Span<const HostConst
     }
   }
   if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat("node '", node.id, "' (", name, "): ", s.message()));
+  return absl::Status(s.code(),
+                      absl::StrCat("node ", Echo(node.id), " (", name, "): ", s.message()));
 }
 
 }  // namespace gpuflow

@@ -256,6 +256,16 @@ inline int64_t WrapNeg(int64_t a) {
 
 // ---- Strided iteration -------------------------------------------------------
 
+// a * b for non-negative sizes, INT64_MAX when it overflows. The dimensions
+// of an empty array may multiply past int64 (only its element count, 0, is
+// bounded), and its strides and partial products are never used to address
+// memory: saturating keeps computing them defined.
+inline int64_t SaturatingMul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::numeric_limits<int64_t>::max();
+  return r;
+}
+
 inline constexpr int kMaxOperands = 4;
 
 // A C-order walk over an index space `dims` that addresses up to kMaxOperands

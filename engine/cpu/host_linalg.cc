@@ -89,10 +89,13 @@ absl::Status RunMatmul(const ValidatedNode& node, const HostConstView& a, const 
   const std::vector<int64_t> batch = Prefix(out.shape.dims(), out_matrix_dims);
   const std::vector<int64_t> batch_a = Prefix(a.shape.dims(), 2);
   const std::vector<int64_t> batch_b = Prefix(b.shape.dims(), 2);
+  // Saturating: an empty output's other dimensions may multiply past int64.
   int64_t batches = 1;
-  for (int64_t d : batch) batches *= d;
+  for (int64_t d : batch) batches = SaturatingMul(batches, d);
+  const int64_t out_size =
+      out.shape.num_elements() == 0 ? 0 : SaturatingMul(SaturatingMul(batches, n), m);
   if (k != k_b || batch_a.size() > batch.size() || batch_b.size() > batch.size() ||
-      batches * n * m != out.shape.num_elements()) {
+      out_size != out.shape.num_elements()) {
     return absl::InvalidArgumentError(absl::StrCat("matmul of ", a.shape.ToString(), " and ",
                                                    b.shape.ToString(), " cannot give ",
                                                    out.shape.ToString()));

@@ -189,12 +189,20 @@ absl::StatusOr<ReducePlan> MakeReducePlan(const HostConstView& input,
     if (reduced[d]) {
       plan.inner.dims.push_back(input.shape.dim(d));
       inner_strides.push_back(strides[d]);
-      plan.inner_size *= input.shape.dim(d);
+      plan.inner_size = SaturatingMul(plan.inner_size, input.shape.dim(d));
     } else {
       plan.kept_dims.push_back(input.shape.dim(d));
       plan.kept_strides.push_back(strides[d]);
-      plan.outputs *= input.shape.dim(d);
+      plan.outputs = SaturatingMul(plan.outputs, input.shape.dim(d));
     }
+  }
+  // An empty input: either no outputs (the reduced dimensions may then
+  // multiply past int64, and are never walked) or nothing to reduce.
+  if (plan.outputs == 0) {
+    plan.inner_size = 0;
+  } else if (plan.inner_size > kMaxElements) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reduction of ", input.shape.ToString(), " has too many elements"));
   }
   plan.inner.AddOperand(std::move(inner_strides));
   plan.inner.Simplify();
@@ -396,7 +404,7 @@ absl::StatusOr<Rows> MakeRows(const Shape& shape, int64_t axis) {
     } else {
       rows.outer_dims.push_back(shape.dim(d));
       rows.outer_strides.push_back(strides[d]);
-      rows.count *= shape.dim(d);
+      rows.count = SaturatingMul(rows.count, shape.dim(d));
     }
   }
   return rows;

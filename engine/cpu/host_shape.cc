@@ -172,8 +172,13 @@ absl::Status Join(const ValidatedNode& node, absl::Span<const HostConstView> inp
       ok = od == axis || in.shape.dim(d) == out.shape.dim(od);
     }
     const int64_t extent = stack ? 1 : (ok ? in.shape.dim(static_cast<int>(axis)) : 0);
-    ok = ok && position + extent <= out.shape.dim(static_cast<int>(axis));
+    ok = ok && extent <= out.shape.dim(static_cast<int>(axis)) - position;
     if (!ok) return Mismatch(node, in, out);
+    if (out.shape.num_elements() == 0 || in.shape.num_elements() == 0) {
+      // Nothing to copy; the offsets of an empty array may not fit int64.
+      position += extent;
+      continue;
+    }
     StridedLoop loop;
     loop.dims.assign(in.shape.dims().begin(), in.shape.dims().end());
     std::vector<int64_t> dst_strides = out_strides;

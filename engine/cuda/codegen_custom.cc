@@ -10,6 +10,7 @@
 #include "engine/cuda/codegen_internal.h"
 #include "engine/cuda/device_library.h"
 #include "engine/ir/custom_kernel.h"
+#include "engine/ir/echo.h"
 
 namespace gpuflow::cuda {
 
@@ -495,7 +496,7 @@ absl::StatusOr<CustomKernel> GenerateCustomKernel(const ValidatedGraph& graph, i
   const bool reduction = n.op->name == "reduction_kernel";
   if (!reduction && n.op->name != "elementwise_kernel") {
     return absl::InvalidArgumentError(
-        absl::StrCat("node '", n.id, "' (", n.op->name, ") is not a generated custom kernel"));
+        absl::StrCat("node ", Echo(n.id), " (", n.op->name, ") is not a generated custom kernel"));
   }
   absl::StatusOr<KernelSignature> sig = ResolveKernelSignature(
       n.input_types, n.attrs, reduction ? KernelForm::kReduction : KernelForm::kElementwise);

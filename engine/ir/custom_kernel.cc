@@ -4,11 +4,14 @@
 #include <cstdint>
 #include <variant>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/ir/broadcast.h"
+#include "engine/ir/echo.h"
 #include "engine/ir/status_macros_internal.h"
 
 namespace gpuflow {
@@ -41,24 +44,34 @@ bool IsReservedName(absl::string_view s) {
   return s == "i" || s == "_ind" || absl::StartsWith(s, "_gf") || absl::StartsWith(s, "gf");
 }
 
-std::optional<DType> Lookup(const std::vector<std::pair<std::string, DType>>& bound,
-                            absl::string_view name) {
-  for (const auto& [n, d] : bound) {
-    if (n == name) return d;
+// Placeholders bound so far, in binding order, with a hash index: a
+// parameter list from a request may declare many thousands.
+class Bindings {
+ public:
+  std::optional<DType> Lookup(absl::string_view name) const {
+    const auto it = index_.find(name);
+    if (it == index_.end()) return std::nullopt;
+    return bound_[it->second].second;
   }
-  return std::nullopt;
-}
+  void Add(const std::string& name, DType dtype) {
+    if (index_.emplace(name, bound_.size()).second) bound_.emplace_back(name, dtype);
+  }
+  const std::vector<std::pair<std::string, DType>>& bound() const { return bound_; }
 
-absl::Status Bind(std::vector<std::pair<std::string, DType>>& bound, const KernelParam& p,
-                  DType dtype) {
-  if (std::optional<DType> existing = Lookup(bound, p.type)) {
+ private:
+  std::vector<std::pair<std::string, DType>> bound_;
+  absl::flat_hash_map<std::string, size_t> index_;
+};
+
+absl::Status Bind(Bindings& bound, const KernelParam& p, DType dtype) {
+  if (std::optional<DType> existing = bound.Lookup(p.type)) {
     if (*existing != dtype) {
-      return Invalid("type ", p.type, " is bound to both ", DTypeName(*existing), " and ",
-                     DTypeName(dtype), " (by '", p.name, "')");
+      return Invalid("type ", EchoRaw(p.type), " is bound to both ", DTypeName(*existing), " and ",
+                     DTypeName(dtype), " (by ", Echo(p.name), ")");
     }
     return absl::OkStatus();
   }
-  bound.emplace_back(p.type, dtype);
+  bound.Add(p.type, dtype);
   return absl::OkStatus();
 }
 
@@ -69,7 +82,7 @@ absl::StatusOr<std::string> StringAttr(const AttrMap& attrs, absl::string_view n
   auto it = attrs.find(name);
   if (it == attrs.end()) return std::string();
   if (const auto* s = std::get_if<std::string>(&it->second)) return *s;
-  return Invalid("attribute '", name, "' must be a string");
+  return Invalid("attribute ", Echo(name), " must be a string");
 }
 
 }  // namespace
@@ -87,22 +100,22 @@ absl::StatusOr<std::vector<KernelParam>> ParseKernelParams(absl::string_view tex
       words.erase(words.begin());
     }
     if (words.size() != 2) {
-      return Invalid("cannot parse '", absl::StripAsciiWhitespace(part), "' in ", what,
+      return Invalid("cannot parse ", Echo(absl::StripAsciiWhitespace(part)), " in ", what,
                      " (expected '[raw] TYPE NAME')");
     }
     p.type = std::string(words[0]);
     p.name = std::string(words[1]);
     if (!IsIdentifier(p.type) || !IsIdentifier(p.name)) {
-      return Invalid("cannot parse '", absl::StripAsciiWhitespace(part), "' in ", what,
+      return Invalid("cannot parse ", Echo(absl::StripAsciiWhitespace(part)), " in ", what,
                      " (TYPE and NAME must be identifiers)");
     }
     if (!ParseDType(p.type).ok() && IsCTypeName(p.type)) {
-      return Invalid("'", p.type, "' in ", what,
+      return Invalid(Echo(p.type), " in ", what,
                      " is a C type name; use a dtype name such as float32, float64 or int32, or "
                      "a placeholder such as T");
     }
     if (IsReservedName(p.name)) {
-      return Invalid("parameter name '", p.name, "' in ", what,
+      return Invalid("parameter name ", Echo(p.name), " in ", what,
                      " is reserved (i, _ind and names starting with gf or _gf)");
     }
     params.push_back(std::move(p));
@@ -120,21 +133,20 @@ absl::StatusOr<KernelSignature> ResolveKernelSignature(absl::Span<const ValueTyp
   if (sig.out.empty()) return Invalid("out_params declares no output");
   GPUFLOW_IR_ASSIGN_OR_RETURN(const std::string name, StringAttr(attrs, "name"));
   if (attrs.contains("name") && !IsIdentifier(name)) {
-    return Invalid("kernel name '", name, "' is not an identifier");
+    return Invalid("kernel name ", Echo(name), " is not an identifier");
   }
   {
-    std::vector<std::string> names;
+    absl::flat_hash_set<absl::string_view> names;
     for (const auto* list : {&sig.in, &sig.out}) {
       for (const KernelParam& p : *list) {
-        if (std::find(names.begin(), names.end(), p.name) != names.end()) {
-          return Invalid("parameter '", p.name, "' is declared twice");
+        if (!names.insert(p.name).second) {
+          return Invalid("parameter ", Echo(p.name), " is declared twice");
         }
-        names.push_back(p.name);
       }
     }
   }
   for (const KernelParam& p : sig.out) {
-    if (p.raw) return Invalid("raw output parameters ('", p.name, "') are not supported");
+    if (p.raw) return Invalid("raw output parameters (", Echo(p.name), ") are not supported");
   }
   const size_t n_in = sig.in.size();
   const size_t n_out = sig.out.size();
@@ -142,7 +154,8 @@ absl::StatusOr<KernelSignature> ResolveKernelSignature(absl::Span<const ValueTyp
     if (n_out != 1) return Invalid("a reduction kernel has exactly one output, got ", n_out);
     for (const KernelParam& p : sig.in) {
       if (p.raw) {
-        return Invalid("raw parameters ('", p.name, "') are not supported in reduction kernels");
+        return Invalid("raw parameters (", Echo(p.name),
+                       ") are not supported in reduction kernels");
       }
     }
     if (inputs.size() != n_in) {
@@ -158,7 +171,7 @@ absl::StatusOr<KernelSignature> ResolveKernelSignature(absl::Span<const ValueTyp
 
   // Placeholders: arrays bind first (inputs, then given outputs), then
   // Python scalars.
-  std::vector<std::pair<std::string, DType>> bound;
+  Bindings bound;
   auto param_of = [&](size_t i) -> const KernelParam& {
     return i < n_in ? sig.in[i] : sig.out[i - n_in];
   };
@@ -166,16 +179,16 @@ absl::StatusOr<KernelSignature> ResolveKernelSignature(absl::Span<const ValueTyp
     const KernelParam& p = param_of(i);
     const ValueType& t = inputs[i];
     if (p.raw && t.weak) {
-      return Invalid("raw parameter '", p.name, "' needs an array, got a Python scalar");
+      return Invalid("raw parameter ", Echo(p.name), " needs an array, got a Python scalar");
     }
     if (i >= n_in && t.weak) {
-      return Invalid("output '", p.name, "' needs an array, got a Python scalar");
+      return Invalid("output ", Echo(p.name), " needs an array, got a Python scalar");
     }
     absl::StatusOr<DType> concrete = ParseDType(p.type);
     if (concrete.ok()) {
       if ((p.raw || i >= n_in) && *concrete != t.dtype) {
-        return Invalid(p.raw ? "raw parameter '" : "output '", p.name, "' is declared ", p.type,
-                       " but the array is ", DTypeName(t.dtype));
+        return Invalid(p.raw ? "raw parameter " : "output ", Echo(p.name), " is declared ",
+                       EchoRaw(p.type), " but the array is ", DTypeName(t.dtype));
       }
       continue;
     }
@@ -183,14 +196,14 @@ absl::StatusOr<KernelSignature> ResolveKernelSignature(absl::Span<const ValueTyp
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     const KernelParam& p = param_of(i);
-    if (!inputs[i].weak || ParseDType(p.type).ok() || Lookup(bound, p.type)) continue;
-    bound.emplace_back(p.type, WeakScalarDType(inputs[i]));
+    if (!inputs[i].weak || ParseDType(p.type).ok() || bound.Lookup(p.type)) continue;
+    bound.Add(p.type, WeakScalarDType(inputs[i]));
   }
   auto resolve = [&](const KernelParam& p) -> absl::StatusOr<DType> {
     if (absl::StatusOr<DType> d = ParseDType(p.type); d.ok()) return *d;
-    if (std::optional<DType> d = Lookup(bound, p.type)) return *d;
-    return Invalid("the type '", p.type, "' of '", p.name,
-                   "' is not bound by any argument; pass the output array or declare a dtype");
+    if (std::optional<DType> d = bound.Lookup(p.type)) return *d;
+    return Invalid("the type ", Echo(p.type), " of ", Echo(p.name),
+                   " is not bound by any argument; pass the output array or declare a dtype");
   };
   for (const KernelParam& p : sig.in) {
     GPUFLOW_IR_ASSIGN_OR_RETURN(const DType d, resolve(p));
@@ -200,7 +213,7 @@ absl::StatusOr<KernelSignature> ResolveKernelSignature(absl::Span<const ValueTyp
     GPUFLOW_IR_ASSIGN_OR_RETURN(const DType d, resolve(p));
     sig.out_dtypes.push_back(d);
   }
-  sig.placeholders = bound;
+  sig.placeholders = bound.bound();
 
   // The loop shape.
   std::vector<Shape> shapes;
@@ -233,7 +246,7 @@ absl::StatusOr<KernelSignature> ResolveKernelSignature(absl::Span<const ValueTyp
     for (size_t o = 0; o < n_out; ++o) {
       const Shape& s = inputs[n_in + o].shape;
       if (!(s == sig.shape)) {
-        return Invalid("output '", sig.out[o].name, "' has shape ", s.ToString(),
+        return Invalid("output ", Echo(sig.out[o].name), " has shape ", s.ToString(),
                        " but the arguments broadcast to ", sig.shape.ToString());
       }
     }
@@ -245,11 +258,11 @@ absl::StatusOr<KernelSignature> ResolveKernelSignature(absl::Span<const ValueTyp
       sig.reduce_dtype = sig.out_dtypes[0];
     } else if (absl::StatusOr<DType> d = ParseDType(reduce_type); d.ok()) {
       sig.reduce_dtype = *d;
-    } else if (std::optional<DType> b = Lookup(bound, reduce_type)) {
+    } else if (std::optional<DType> b = bound.Lookup(reduce_type)) {
       sig.reduce_dtype = *b;
     } else {
-      return Invalid("reduce_type '", reduce_type,
-                     "' is neither a dtype name nor a bound type placeholder");
+      return Invalid("reduce_type ", Echo(reduce_type),
+                     " is neither a dtype name nor a bound type placeholder");
     }
   }
   return sig;

@@ -18,6 +18,8 @@
 #include <variant>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/shape.h"
 
@@ -108,6 +110,16 @@ using AttrMap = std::map<std::string, AttrValue, std::less<>>;
 
 // "int", "float", ... as listed in ServerInfo.
 absl::string_view AttrTypeName(AttrType type);
+
+// The longest node id or array name (graph.proto: [A-Za-z0-9_.:-], 1 to 128
+// characters).
+inline constexpr size_t kMaxNameBytes = 128;
+
+// OK when `name` is a valid node id or array name: 1 to kMaxNameBytes
+// characters of [A-Za-z0-9_.:-]. INVALID_ARGUMENT otherwise, `what` naming
+// it ("node id must have 1 to 128 characters, got 129"; "array name
+// '../x' may only use [A-Za-z0-9_.:-]", the name quoted by Echo).
+absl::Status CheckName(absl::string_view name, absl::string_view what);
 inline AttrType TypeOf(const AttrValue& v) { return static_cast<AttrType>(v.index()); }
 
 struct Node {

@@ -25,11 +25,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine/ir/broadcast.h"
 #include "engine/ir/custom_kernel.h"
+#include "engine/ir/echo.h"
 #include "engine/ir/op_registry_internal.h"
 #include "engine/ir/promotion.h"
 #include "engine/ir/status_macros_internal.h"
@@ -71,7 +73,7 @@ absl::Status CheckAttrs(const OpDef& def, const AttrMap& attrs) {
       std::vector<std::string> known;
       for (const AttrDef& a : def.attrs) known.push_back(a.name);
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown attribute '", absl::CHexEscape(name), "'",
+          absl::StrCat("unknown attribute ", Echo(name),
                        known.empty() ? " (it takes none)"
                                      : absl::StrCat(" (known: ", absl::StrJoin(known, ", "), ")")));
     }
@@ -142,9 +144,15 @@ InferredNode Inferred(DType dtype, Shape shape, DType compute) {
           .compute_dtype = compute};
 }
 
-// "(4, -1)": a dims list as NumPy prints a shape tuple.
+// "(4, -1)": a dims list as NumPy prints a shape tuple. A list from a
+// request may be long: past kMaxRank entries it is cut ("(1, 2, ..., 1000
+// entries)").
 std::string FormatDims(absl::Span<const int64_t> dims) {
   if (dims.size() == 1) return absl::StrCat("(", dims[0], ",)");
+  if (dims.size() > static_cast<size_t>(kMaxRank)) {
+    return absl::StrCat("(", absl::StrJoin(dims.subspan(0, kMaxRank), ", "), ", ..., ", dims.size(),
+                        " entries)");
+  }
   return absl::StrCat("(", absl::StrJoin(dims, ", "), ")");
 }
 
@@ -227,7 +235,11 @@ std::vector<int64_t> AllAxes(int rank) {
 }
 
 // `shape` without the (sorted, normalised) `axes`, or with them set to 1.
-Shape ReducedShape(const Shape& shape, absl::Span<const int64_t> axes, bool keepdims) {
+// Fails when a zero-length axis of an empty array is reduced away and the
+// remaining dimensions multiply past kMaxElements: [0, 2^63 - 1] summed over
+// axis 0 would be 2^63 - 1 elements.
+absl::StatusOr<Shape> ReducedShape(const Shape& shape, absl::Span<const int64_t> axes,
+                                   bool keepdims) {
   std::vector<int64_t> dims;
   for (int i = 0; i < shape.rank(); ++i) {
     const bool reduced = std::binary_search(axes.begin(), axes.end(), i);
@@ -237,8 +249,9 @@ Shape ReducedShape(const Shape& shape, absl::Span<const int64_t> axes, bool keep
       dims.push_back(1);
     }
   }
-  // A subset of valid dimensions (or ones) is always a valid shape.
-  return *Shape::Create(dims);
+  absl::StatusOr<Shape> out = Shape::Create(dims);
+  if (!out.ok()) return Invalid("result: ", out.status().message());
+  return out;
 }
 
 bool ReducesNothing(const Shape& shape, absl::Span<const int64_t> axes) {
@@ -411,7 +424,7 @@ InferFn ReductionInfer(std::string op, ReductionRule rule) {
     const DType d = in[0].dtype;
     const Shape& shape = in[0].shape;
     GPUFLOW_IR_ASSIGN_OR_RETURN(const ReductionAxes r, CanonicalReductionAxes(shape, attrs));
-    Shape out_shape = ReducedShape(shape, r.axes, r.keepdims);
+    GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out_shape, ReducedShape(shape, r.axes, r.keepdims));
     const std::optional<DType> dtype = Get<DType>(attrs, "dtype");
     attrs.erase("dtype");
     switch (rule) {
@@ -455,7 +468,8 @@ InferFn ArgReductionInfer(std::string op) {
     if (!axis_attr.has_value()) {
       if (shape.num_elements() == 0) return Invalid("attempt to get ", op, " of an empty sequence");
       std::vector<int64_t> ones(keepdims ? shape.rank() : 0, 1);
-      return Inferred(DType::kInt64, *Shape::Create(ones), in[0].dtype);
+      GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(ones));
+      return Inferred(DType::kInt64, std::move(out), in[0].dtype);
     }
     GPUFLOW_IR_ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(*axis_attr, shape.rank()));
     attrs["axis"] = axis;
@@ -463,7 +477,8 @@ InferFn ArgReductionInfer(std::string op) {
       return Invalid("attempt to get ", op, " of an empty sequence");
     }
     const int64_t axes[] = {axis};
-    return Inferred(DType::kInt64, ReducedShape(shape, axes, keepdims), in[0].dtype);
+    GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, ReducedShape(shape, axes, keepdims));
+    return Inferred(DType::kInt64, std::move(out), in[0].dtype);
   };
 }
 
@@ -482,7 +497,8 @@ absl::StatusOr<InferredNode> InferScan(Inputs in, AttrMap& attrs) {
   attrs.erase("dtype");
   const std::optional<int64_t> axis_attr = Get<int64_t>(attrs, "axis");
   if (!axis_attr.has_value()) {
-    return Inferred(out, *Shape::Create({shape.num_elements()}), out);
+    GPUFLOW_IR_ASSIGN_OR_RETURN(Shape flat, Shape::Create({shape.num_elements()}));
+    return Inferred(out, std::move(flat), out);
   }
   GPUFLOW_IR_ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(*axis_attr, shape.rank()));
   attrs["axis"] = axis;
@@ -517,6 +533,9 @@ absl::StatusOr<InferredNode> InferMatmul(Inputs in, AttrMap&) {
   GPUFLOW_IR_ASSIGN_OR_RETURN(const Shape batch_b,
                               Shape::Create(absl::MakeConstSpan(bd).subspan(0, bd.size() - 2)));
   absl::StatusOr<Shape> batch = BroadcastShapes(batch_a, batch_b);
+  if (!batch.ok() && !absl::StrContains(batch.status().message(), "cannot be broadcast")) {
+    return Invalid("matmul: batch dimensions: ", batch.status().message());
+  }
   if (!batch.ok()) {
     return Invalid("matmul: batch dimensions of ", a.ToString(), " and ", b.ToString(),
                    " cannot be broadcast together");
@@ -562,6 +581,10 @@ absl::StatusOr<InferredNode> InferDot(Inputs in, AttrMap&) {
 absl::StatusOr<InferredNode> InferReshape(Inputs in, AttrMap& attrs) {
   const Shape& shape = in[0].shape;
   const std::vector<int64_t> requested = *Get<std::vector<int64_t>>(attrs, "shape");
+  if (requested.size() > static_cast<size_t>(kMaxRank)) {
+    return Invalid("shape has ", requested.size(), " dimensions, more than the maximum of ",
+                   kMaxRank);
+  }
   std::vector<int64_t> dims = requested;
   const auto cannot = [&] {
     return Invalid("cannot reshape array of size ", shape.num_elements(), " into shape ",
@@ -612,8 +635,9 @@ absl::StatusOr<InferredNode> InferTranspose(Inputs in, AttrMap& attrs) {
   }
   std::vector<int64_t> dims;
   for (int64_t a : perm) dims.push_back(shape.dim(static_cast<int>(a)));
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(dims));
   attrs["axes"] = perm;
-  return Inferred(in[0].dtype, *Shape::Create(dims), in[0].dtype);
+  return Inferred(in[0].dtype, std::move(out), in[0].dtype);
 }
 
 absl::StatusOr<InferredNode> InferBroadcastTo(Inputs in, AttrMap& attrs) {
@@ -629,6 +653,10 @@ absl::StatusOr<InferredNode> InferBroadcastTo(Inputs in, AttrMap& attrs) {
 absl::StatusOr<InferredNode> InferExpandDims(Inputs in, AttrMap& attrs) {
   const Shape& shape = in[0].shape;
   const std::vector<int64_t> given = *Get<std::vector<int64_t>>(attrs, "axes");
+  if (given.size() > static_cast<size_t>(kMaxRank - shape.rank())) {
+    return Invalid("expand_dims to rank ", static_cast<int64_t>(shape.rank() + given.size()),
+                   " is over the maximum of ", kMaxRank);
+  }
   const int out_rank = shape.rank() + static_cast<int>(given.size());
   GPUFLOW_IR_ASSIGN_OR_RETURN(const std::vector<int64_t> axes,
                               NormalizeAxes(given, out_rank, "axes"));
@@ -637,8 +665,9 @@ absl::StatusOr<InferredNode> InferExpandDims(Inputs in, AttrMap& attrs) {
   for (int i = 0; i < out_rank; ++i) {
     dims.push_back(std::binary_search(axes.begin(), axes.end(), i) ? 1 : shape.dim(next++));
   }
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(dims));
   attrs["axes"] = axes;
-  return Inferred(in[0].dtype, *Shape::Create(dims), in[0].dtype);
+  return Inferred(in[0].dtype, std::move(out), in[0].dtype);
 }
 
 absl::StatusOr<InferredNode> InferSqueeze(Inputs in, AttrMap& attrs) {
@@ -657,8 +686,9 @@ absl::StatusOr<InferredNode> InferSqueeze(Inputs in, AttrMap& attrs) {
       if (shape.dim(i) == 1) axes.push_back(i);
     }
   }
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, ReducedShape(shape, axes, /*keepdims=*/false));
   attrs["axes"] = axes;
-  return Inferred(in[0].dtype, ReducedShape(shape, axes, /*keepdims=*/false), in[0].dtype);
+  return Inferred(in[0].dtype, std::move(out), in[0].dtype);
 }
 
 // Python's slice.indices(): the first index taken and the count, for one axis
@@ -724,11 +754,12 @@ absl::StatusOr<InferredNode> InferSlice(Inputs in, AttrMap& attrs) {
     step_out[a] = steps[i];
     dims[a] = count;
   }
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(dims));
   attrs.erase("stops");
   attrs.erase("axes");
   attrs["starts"] = first;
   attrs["steps"] = step_out;
-  return Inferred(in[0].dtype, *Shape::Create(dims), in[0].dtype);
+  return Inferred(in[0].dtype, std::move(out), in[0].dtype);
 }
 
 absl::StatusOr<InferredNode> InferConcatenate(Inputs in, AttrMap& attrs) {
@@ -758,8 +789,12 @@ absl::StatusOr<InferredNode> InferConcatenate(Inputs in, AttrMap& attrs) {
             d, ", input 0 has size ", first.dim(d), " and input ", i, " has size ", s.dim(d));
       }
     }
+    // An axis of an empty input may be as long as INT64_MAX: check before
+    // adding.
+    if (s.dim(static_cast<int>(axis)) > kMaxElements - dims[axis]) {
+      return Invalid("concatenated axis is too long (more than 2^62)");
+    }
     dims[axis] += s.dim(static_cast<int>(axis));
-    if (dims[axis] > kMaxElements) return Invalid("concatenated axis is too long");
   }
   GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(dims));
   GPUFLOW_IR_ASSIGN_OR_RETURN(const DType dtype, PromoteTypes(AsStrong(in)));
@@ -859,7 +894,8 @@ absl::StatusOr<InferredNode> InferArange(Inputs, AttrMap& attrs) {
   attrs["start"] = GetFloat(attrs, "start").value_or(0);
   attrs["stop"] = *GetFloat(attrs, "stop");
   attrs["step"] = GetFloat(attrs, "step").value_or(1);
-  return Inferred(dtype, *Shape::Create({length}), dtype);
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape shape, Shape::Create({length}));
+  return Inferred(dtype, std::move(shape), dtype);
 }
 
 // random_uniform and random_normal: "shape", "seed", a float "dtype" and two
@@ -917,11 +953,21 @@ absl::StatusOr<InferredNode> InferReductionKernel(Inputs in, AttrMap& attrs) {
   GPUFLOW_IR_ASSIGN_OR_RETURN(const ReductionAxes r, CanonicalReductionAxes(sig.shape, attrs));
   if (!attrs.contains("name")) attrs["name"] = std::string("reduce_kernel");
   if (!attrs.contains("preamble")) attrs["preamble"] = std::string();
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, ReducedShape(sig.shape, r.axes, r.keepdims));
   const DType dtype = sig.out_dtypes[0];
-  return Inferred(dtype, ReducedShape(sig.shape, r.axes, r.keepdims), sig.reduce_dtype);
+  return Inferred(dtype, std::move(out), sig.reduce_dtype);
 }
 
 absl::StatusOr<InferredNode> InferRawKernel(Inputs in, AttrMap& attrs) {
+  // The extern "C" function to launch: a C identifier (which also keeps the
+  // backend's messages about it short and plain).
+  const std::string name = *Get<std::string>(attrs, "name");
+  const bool identifier = !name.empty() && name.size() <= 1024 &&
+                          !absl::ascii_isdigit(static_cast<unsigned char>(name[0])) &&
+                          std::all_of(name.begin(), name.end(), [](char c) {
+                            return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+                          });
+  if (!identifier) return Invalid("'name' ", Echo(name), " is not a C identifier");
   for (const char* name : {"grid", "block"}) {
     const std::vector<int64_t> dims = *Get<std::vector<int64_t>>(attrs, name);
     if (dims.empty() || dims.size() > 3) {
@@ -934,10 +980,11 @@ absl::StatusOr<InferredNode> InferRawKernel(Inputs in, AttrMap& attrs) {
     }
   }
   const std::vector<int64_t> block = *Get<std::vector<int64_t>>(attrs, "block");
-  int64_t threads = 1;
-  for (int64_t d : block) threads *= d;
+  // Entries are below 2^31: three of them multiply exactly in 128 bits.
+  unsigned __int128 threads = 1;
+  for (int64_t d : block) threads *= static_cast<uint64_t>(d);
   if (threads > 1024) {
-    return Invalid("'block' ", FormatDims(block), " has ", threads,
+    return Invalid("'block' ", FormatDims(block), " has ", static_cast<double>(threads),
                    " threads; a block has at most 1024");
   }
   const int64_t shared_mem = Get<int64_t>(attrs, "shared_mem").value_or(0);

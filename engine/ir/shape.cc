@@ -33,6 +33,10 @@ absl::StatusOr<int64_t> CheckedNumElements(absl::Span<const int64_t> dims) {
 }
 
 absl::StatusOr<Shape> Shape::Create(absl::Span<const int64_t> dims) {
+  if (dims.size() > static_cast<size_t>(kMaxRank)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", dims.size(), " is over the maximum of ", kMaxRank));
+  }
   absl::StatusOr<int64_t> n = CheckedNumElements(dims);
   if (!n.ok()) return n.status();
   Shape shape;

@@ -24,8 +24,14 @@ namespace gpuflow {
 // sums of a few sizes never overflow int64.
 inline constexpr int64_t kMaxElements = int64_t{1} << 62;
 
+// The largest rank of any array: uploads, literals and every inferred shape.
+// The one constant every module uses.
+inline constexpr int kMaxRank = 64;
+
 // Product of `dims`. INVALID_ARGUMENT for a negative dimension or a product
-// above kMaxElements.
+// above kMaxElements. An empty array (a zero dimension) has 0 elements
+// whatever its other dimensions are, so they may exceed 2^62 themselves:
+// code that multiplies a subset of a shape's dimensions must check too.
 absl::StatusOr<int64_t> CheckedNumElements(absl::Span<const int64_t> dims);
 
 // A validated list of dimensions. Immutable value type.
@@ -34,7 +40,8 @@ class Shape {
   // The 0-d shape.
   Shape() = default;
 
-  // Validates dims (see CheckedNumElements).
+  // Validates dims (see CheckedNumElements) and the rank (at most
+  // kMaxRank).
   static absl::StatusOr<Shape> Create(absl::Span<const int64_t> dims);
   static absl::StatusOr<Shape> Create(std::initializer_list<int64_t> dims) {
     return Create(absl::Span<const int64_t>(dims.begin(), dims.size()));

@@ -6,12 +6,12 @@
 #include <cstring>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "engine/ir/echo.h"
 #include "engine/ir/half.h"
 #include "engine/ir/op_registry_internal.h"
 #include "engine/ir/promotion.h"
@@ -23,6 +23,10 @@ static_assert(std::endian::native == std::endian::little,
               "literal bytes are little-endian; a big-endian host needs byte swaps here");
 
 int ValidatedGraph::FindNode(absl::string_view id) const {
+  if (node_index.size() == nodes.size()) {
+    const auto it = node_index.find(id);
+    return it == node_index.end() ? -1 : it->second;
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].id == id) return static_cast<int>(i);
   }
@@ -42,8 +46,6 @@ const ValueType& ValidatedGraph::TypeOf(const ValueRef& ref) const {
 }
 
 namespace {
-
-constexpr size_t kMaxNodeIdBytes = 256;
 
 // ---- scalar literals ---------------------------------------------------------
 
@@ -234,8 +236,16 @@ std::optional<DType> WeakIntTarget(const ValidatedNode& node, size_t input) {
 
 // ---- node checks ----------------------------------------------------------------
 
+// The op as the prefix shows it: escaped and bounded as Echo, unquoted.
+std::string OpLabel(absl::string_view op) {
+  std::string echoed = Echo(op);  // 'op' or 'op...' (N bytes)
+  if (echoed.back() == '\'') return echoed.substr(1, echoed.size() - 2);
+  const size_t close = echoed.rfind("' (");
+  return absl::StrCat(echoed.substr(1, close - 1), echoed.substr(close + 1));
+}
+
 std::string Prefix(const Node& node) {
-  return absl::StrCat("node '", absl::CHexEscape(node.id), "' (", absl::CHexEscape(node.op), "): ");
+  return absl::StrCat("node ", Echo(node.id), " (", OpLabel(node.op), "): ");
 }
 
 absl::Status NodeError(const Node& node, absl::StatusCode code, absl::string_view reason) {
@@ -248,19 +258,10 @@ absl::Status NodeError(const Node& node, const absl::Status& cause) {
   return NodeError(node, cause.code(), cause.message());
 }
 
-absl::Status CheckNodeId(const std::string& id) {
-  if (id.empty()) return absl::InvalidArgumentError("node id must not be empty");
-  if (id.size() > kMaxNodeIdBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("node id is longer than ", kMaxNodeIdBytes, " bytes"));
-  }
-  for (char c : id) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      return absl::InvalidArgumentError("node id must not contain control characters");
-    }
-  }
-  return absl::OkStatus();
+absl::Status CheckRank(const Shape& shape, absl::string_view what) {
+  if (shape.rank() <= kMaxRank) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " has rank ", shape.rank(), ", more than the maximum of ", kMaxRank));
 }
 
 class Validator {
@@ -285,14 +286,14 @@ class Validator {
 
  private:
   absl::Status ValidateNode(const Node& node, size_t position) {
-    if (absl::Status s = CheckNodeId(node.id); !s.ok()) return NodeError(node, s);
-    if (auto it = node_index_.find(node.id); it != node_index_.end()) {
+    if (absl::Status s = CheckName(node.id, "node id"); !s.ok()) return NodeError(node, s);
+    if (auto it = out_.node_index.find(node.id); it != out_.node_index.end()) {
       return NodeError(node,
                        absl::StrCat("duplicate node id (node #", it->second, " has the same id)"));
     }
     const OpDef* op = OpRegistry::Default().Find(node.op);
     if (op == nullptr) {
-      return NodeError(node, absl::StrCat("unknown op '", absl::CHexEscape(node.op), "'"));
+      return NodeError(node, absl::StrCat("unknown op ", Echo(node.op)));
     }
     if (absl::Status s = internal::CheckArity(*op, node.inputs.size()); !s.ok()) {
       return NodeError(node, s);
@@ -318,12 +319,15 @@ class Validator {
     v.type = *std::move(inferred);
     WidenComparisonWithOutOfRangeInt(v);
     if (absl::Status s = CheckLiteralValues(v); !s.ok()) return NodeError(node, s);
+    if (absl::Status s = CheckRank(v.type.output.shape, "output"); !s.ok()) {
+      return NodeError(node, s);
+    }
     if (absl::StatusOr<int64_t> bytes = ByteSize(v.type.output.shape, v.type.output.dtype);
         !bytes.ok()) {
       return NodeError(node, absl::StrCat("output: ", bytes.status().message()));
     }
 
-    node_index_.emplace(node.id, out_.nodes.size());
+    out_.node_index.emplace(node.id, static_cast<int>(out_.nodes.size()));
     out_.nodes.push_back(std::move(v));
     return absl::OkStatus();
   }
@@ -342,8 +346,12 @@ class Validator {
 
   absl::StatusOr<ValueRef> ResolveNodeInput(const std::string& id, size_t index,
                                             size_t position) const {
-    if (auto it = node_index_.find(id); it != node_index_.end()) {
-      return ValueRef{.kind = ValueRef::Kind::kNode, .index = static_cast<int>(it->second)};
+    if (auto it = out_.node_index.find(id); it != out_.node_index.end()) {
+      return ValueRef{.kind = ValueRef::Kind::kNode, .index = it->second};
+    }
+    if (absl::Status s = CheckName(id, "node id"); !s.ok()) {
+      return absl::Status(s.code(),
+                          absl::StrCat("input ", index, " refers to a bad ", s.message()));
     }
     const auto later = all_ids_.find(id);
     if (later != all_ids_.end() && later->second == position) {
@@ -352,11 +360,11 @@ class Validator {
     }
     if (later != all_ids_.end() && later->second > position) {
       return absl::InvalidArgumentError(
-          absl::StrCat("input ", index, " refers to node '", absl::CHexEscape(id),
-                       "', which comes later (nodes must be in topological order)"));
+          absl::StrCat("input ", index, " refers to node ", Echo(id),
+                       ", which comes later (nodes must be in topological order)"));
     }
     return absl::InvalidArgumentError(
-        absl::StrCat("input ", index, " refers to unknown node '", absl::CHexEscape(id), "'"));
+        absl::StrCat("input ", index, " refers to unknown node ", Echo(id)));
   }
 
   absl::StatusOr<ValueRef> ResolveValueInput(const Input& input) {
@@ -365,8 +373,11 @@ class Validator {
         if (auto it = array_index_.find(input.name); it != array_index_.end()) {
           return ValueRef{.kind = ValueRef::Kind::kArray, .index = it->second};
         }
+        GPUFLOW_IR_RETURN_IF_ERROR(CheckName(input.name, "array name"));
         absl::StatusOr<ValueType> type = lookup_(input.name);
         if (!type.ok()) return type.status();
+        GPUFLOW_IR_RETURN_IF_ERROR(
+            CheckRank(type->shape, absl::StrCat("array ", Echo(input.name))));
         type->weak = false;
         const int index = static_cast<int>(out_.arrays.size());
         out_.arrays.push_back(input.name);
@@ -380,6 +391,7 @@ class Validator {
       }
       case Input::Kind::kLiteral: {
         const LiteralArray& literal = input.literal;
+        GPUFLOW_IR_RETURN_IF_ERROR(CheckRank(literal.shape, "literal"));
         GPUFLOW_IR_ASSIGN_OR_RETURN(const int64_t expected, ByteSize(literal.shape, literal.dtype));
         if (static_cast<int64_t>(literal.bytes.size()) != expected) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -456,9 +468,8 @@ class Validator {
   const ArrayTypeLookup& lookup_;
   const ValidationLimits& limits_;
   ValidatedGraph out_;
-  std::unordered_map<std::string, size_t> all_ids_;     // first position of each id
-  std::unordered_map<std::string, size_t> node_index_;  // validated nodes
-  std::unordered_map<std::string, int> array_index_;
+  absl::flat_hash_map<std::string, size_t> all_ids_;  // first position of each id
+  absl::flat_hash_map<std::string, int> array_index_;
   int64_t inline_bytes_ = 0;
 };
 

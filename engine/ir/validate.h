@@ -1,8 +1,12 @@
-// Validation: resolves every reference of a Graph, checks attributes and
-// limits, and infers every node's dtype and shape, before anything runs.
+// Validation: resolves every reference of a Graph, checks names, attributes
+// and limits, and infers every node's dtype and shape, before anything runs.
 // Every error is INVALID_ARGUMENT (RESOURCE_EXHAUSTED for limits) and names
 // the node id, the op and the reason:
 //   node 'y' (add): shapes (3,) and (4,) cannot be broadcast together
+// Client strings in messages are bounded (echo.h). Node ids and array names
+// follow graph.proto (CheckName); every shape, literal and inferred, has rank
+// at most kMaxRank, at most kMaxElements elements and bytes. Linear in the
+// size of the graph.
 //
 //   ArrayTypeLookup lookup = [&](const std::string& name) -> absl::StatusOr<ValueType> {...};
 //   absl::StatusOr<ValidatedGraph> v = ValidateGraph(graph, lookup, {.max_graph_nodes = 1000});
@@ -13,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "engine/ir/graph.h"
 #include "engine/ir/op_registry.h"
@@ -47,8 +52,11 @@ struct ValidatedGraph {
   std::vector<LiteralArray> literals;
   std::vector<ValueType> literal_types;
   std::vector<ValidatedNode> nodes;
+  // Node id -> index into `nodes`, filled by ValidateGraph.
+  absl::flat_hash_map<std::string, int> node_index;
 
-  // Index of the node with this id, or -1.
+  // Index of the node with this id, or -1. O(1) through node_index; a graph
+  // built by hand (node_index not covering `nodes`) is scanned instead.
   int FindNode(absl::string_view id) const;
   const ValueType& TypeOf(const ValueRef& ref) const;
 };

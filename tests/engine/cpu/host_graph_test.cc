@@ -232,5 +232,37 @@ TEST(HostGraphTest, DataDependentErrorsNameTheNode) {
                                             HasSubstr("node 'm' (max): zero-size array")));
 }
 
+TEST(HostGraphTest, EmptyArraysWithHugeDimensionsRunWithoutOverflow) {
+  // (0, 2^61, 8) and (2^61, 8, 0) have no elements, but products of their
+  // other dimensions (strides, reduction sizes, concatenation offsets) do
+  // not fit int64; every host kernel must run them as the empty arrays they
+  // are (UBSan reports any signed overflow).
+  const int64_t big = int64_t{1} << 61;
+  const std::map<std::string, TestArray> arrays = {{"e", Empty(DType::kFloat32, S({0, big, 8}))},
+                                                   {"f", Empty(DType::kFloat32, S({big, 8, 0}))},
+                                                   {"a", Empty(DType::kFloat32, S({big, big, 0}))},
+                                                   {"b", Empty(DType::kFloat32, S({0, 0}))}};
+  Graph g;
+  g.nodes = {
+      N("s", "sum", {A("e")}, {{"axes", std::vector<int64_t>{1, 2}}}),
+      N("s2", "sum", {A("f")}, {{"axes", std::vector<int64_t>{0}}}),
+      N("c", "concatenate", {A("e"), A("e")}, {{"axis", int64_t{1}}}),
+      N("k", "stack", {A("e"), A("e")}),
+      N("t", "transpose", {A("e")}),
+      N("m", "cumsum", {A("f")}, {{"axis", int64_t{0}}}),
+      N("x", "softmax", {A("f")}, {{"axis", int64_t{2}}}),
+      N("mm", "matmul", {A("a"), A("b")}),
+      N("sl", "slice", {A("e")},
+        {{"starts", std::vector<int64_t>{0, 1}}, {"stops", std::vector<int64_t>{0, big}}}),
+      N("n", "neg", {A("f")}),
+  };
+  absl::StatusOr<std::map<std::string, TestArray>> out = Evaluate(g, arrays);
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ(out->at("s").shape, S({0}));
+  EXPECT_EQ(out->at("s2").shape, S({8, 0}));
+  EXPECT_EQ(out->at("c").shape, S({0, 2 * big, 8}));
+  EXPECT_EQ(out->at("mm").shape, S({big, big, 0}));
+}
+
 }  // namespace
 }  // namespace gpuflow::host_test

@@ -1359,5 +1359,55 @@ TEST(CustomKernelTest, RawKernelOutputIsAnArgument) {
                        "'grid' entries must be in [1, 2^31), got (0,)"));
 }
 
+// ---- hostile sizes ---------------------------------------------------------------------
+
+constexpr int64_t kHuge = std::numeric_limits<int64_t>::max();
+
+TEST(InferTest, ReductionOverEmptyAxisOfHugeShapeIsInvalidNotACrash) {
+  // Regression: ReducedShape dereferenced a failed Shape::Create.
+  const ValueType empty = T(DType::kFloat32, {0, kHuge});
+  for (const char* op : {"sum", "prod", "mean", "var", "std", "any", "all", "logsumexp"}) {
+    EXPECT_THAT(Infer(op, {empty}, {{"axes", std::vector<int64_t>{0}}}),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("more than 2^62")))
+        << op;
+  }
+  EXPECT_THAT(Infer("mean", {T(DType::kFloat32, {0, 3, int64_t{1} << 62})},
+                    {{"keepdims", true}, {"axes", std::vector<int64_t>{0}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("more than 2^62")));
+  EXPECT_THAT(Infer("sum", {empty}, {{"axes", std::vector<int64_t>{1}}}), IsOk());
+}
+
+TEST(InferTest, OverflowingShapesAreInvalidInEveryFamily) {
+  const auto overflow = StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("2^62"));
+  const ValueType tall = T(DType::kFloat32, {int64_t{1} << 62, 1});
+  const ValueType wide = T(DType::kFloat32, {1, 4});
+  EXPECT_THAT(Infer("mul", {tall, wide}), overflow);
+  EXPECT_THAT(Infer("matmul", {T(DType::kFloat32, {int64_t{1} << 40, 0}),
+                               T(DType::kFloat32, {0, int64_t{1} << 40})}),
+              overflow);
+  EXPECT_THAT(Infer("matmul", {T(DType::kFloat32, {int64_t{1} << 40, 1, 1, 0}),
+                               T(DType::kFloat32, {1, int64_t{1} << 40, 0, 1})}),
+              overflow);
+  EXPECT_THAT(Infer("concatenate", {T(DType::kFloat32, {0, kHuge}), T(DType::kFloat32, {0, 1})},
+                    {{"axis", int64_t{1}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("too long")));
+  EXPECT_THAT(
+      Infer("stack", {T(DType::kInt8, {int64_t{1} << 62}), T(DType::kInt8, {int64_t{1} << 62})}),
+      overflow);
+  EXPECT_THAT(Infer("full", {T(DType::kFloat32)}, {{"shape", std::vector<int64_t>{kHuge, 2}}}),
+              overflow);
+}
+
+TEST(InferTest, RankIsCappedAt64) {
+  const auto over = StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("maximum of 64"));
+  EXPECT_THAT(Infer("reshape", {T(DType::kFloat32)}, {{"shape", std::vector<int64_t>(65, 1)}}),
+              over);
+  EXPECT_THAT(Infer("expand_dims", {T(DType::kFloat32)}, {{"axes", std::vector<int64_t>(65, 0)}}),
+              over);
+  EXPECT_THAT(Infer("full", {T(DType::kFloat32)}, {{"shape", std::vector<int64_t>(65, 1)}}), over);
+  EXPECT_THAT(Infer("reshape", {T(DType::kFloat32)}, {{"shape", std::vector<int64_t>(64, 1)}}),
+              IsOk());
+}
+
 }  // namespace
 }  // namespace gpuflow

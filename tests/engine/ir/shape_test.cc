@@ -145,5 +145,36 @@ TEST(ShapeTest, ByteSizeOverTwoToThe62IsRejected) {
   EXPECT_THAT(ByteSize(shape, DType::kInt16), IsOkAndHolds(int64_t{1} << 62));
 }
 
+TEST(ShapeTest, RankIsAtMostKMaxRank) {
+  EXPECT_EQ(kMaxRank, 64);
+  const std::vector<int64_t> ones64(64, 1);
+  const std::vector<int64_t> ones65(65, 1);
+  ASSERT_OK_AND_ASSIGN(Shape shape, Shape::Create(ones64));
+  EXPECT_EQ(shape.rank(), 64);
+  EXPECT_THAT(Shape::Create(ones65),
+              StatusIs(absl::StatusCode::kInvalidArgument, "rank 65 is over the maximum of 64"));
+  EXPECT_THAT(Shape::Create(std::vector<int64_t>(1000000, 1)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank 1000000")));
+}
+
+TEST(ShapeTest, EmptyShapesMayHaveHugeDimensionsButNotTheirSubsets) {
+  // The reproducer of the ReducedShape crash: (0, INT64_MAX) is a valid
+  // empty shape, (INT64_MAX,) is not.
+  ASSERT_OK_AND_ASSIGN(Shape empty, Shape::Create({0, kInt64Max}));
+  EXPECT_EQ(empty.num_elements(), 0);
+  EXPECT_THAT(Shape::Create({kInt64Max}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("more than 2^62")));
+  EXPECT_THAT(CheckedNumElements({kInt64Max, kInt64Max, 0}), IsOkAndHolds(0));
+  EXPECT_THAT(CheckedNumElements({int64_t{1} << 31, int64_t{1} << 31, int64_t{1} << 31}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("more than 2^62")));
+}
+
+TEST(ByteSizeTest, OverflowsAreErrorsNotWraps) {
+  ASSERT_OK_AND_ASSIGN(Shape big, Shape::Create({kMaxElements}));
+  EXPECT_THAT(ByteSize(big, DType::kBool), IsOkAndHolds(kMaxElements));
+  EXPECT_THAT(ByteSize(big, DType::kFloat64),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("exceeds 2^62 bytes")));
+}
+
 }  // namespace
 }  // namespace gpuflow

@@ -4,6 +4,7 @@ gpuflow_test(promotion_test SRCS engine/ir/promotion_test.cc
              DEPS gpuflow::ir gpuflow::testing LABELS unit)
 gpuflow_test(broadcast_test SRCS engine/ir/broadcast_test.cc
              DEPS gpuflow::ir gpuflow::testing LABELS unit)
+gpuflow_test(echo_test SRCS engine/ir/echo_test.cc DEPS gpuflow::ir LABELS unit)
 gpuflow_test(op_registry_test SRCS engine/ir/op_registry_test.cc
              DEPS gpuflow::ir gpuflow::testing absl::strings LABELS unit)
 gpuflow_test(validate_test SRCS engine/ir/validate_test.cc

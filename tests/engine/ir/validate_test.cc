@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/ir/promotion.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -445,13 +446,41 @@ TEST_F(ValidateTest, TooManyNodesIsResourceExhausted) {
 
 TEST_F(ValidateTest, BadNodeIds) {
   EXPECT_THAT(ValidateOne(N("", "neg", {A("x")})),
-              StatusIs(kInvalid, "node '' (neg): node id must not be empty"));
+              StatusIs(kInvalid, "node '' (neg): node id must have 1 to 128 characters, got 0"));
   EXPECT_THAT(
       ValidateOne(N("a\nb", "neg", {A("x")})),
-      StatusIs(kInvalid, "node 'a\\nb' (neg): node id must not contain control characters"));
-  EXPECT_THAT(ValidateOne(N(std::string(257, 'n'), "neg", {A("x")})),
-              StatusIs(kInvalid, HasSubstr("node id is longer than 256 bytes")));
-  EXPECT_THAT(ValidateOne(N(std::string(256, 'n'), "neg", {A("x")})), IsOk());
+      StatusIs(kInvalid, "node 'a\\nb' (neg): node id 'a\\nb' may only use [A-Za-z0-9_.:-]"));
+  EXPECT_THAT(ValidateOne(N("../../etc/passwd", "neg", {A("x")})),
+              StatusIs(kInvalid,
+                       "node '../../etc/passwd' (neg): node id '../../etc/passwd' may "
+                       "only use [A-Za-z0-9_.:-]"));
+  EXPECT_THAT(ValidateOne(N("a b", "neg", {A("x")})),
+              StatusIs(kInvalid, HasSubstr("node id 'a b' may only use [A-Za-z0-9_.:-]")));
+  EXPECT_THAT(ValidateOne(N(std::string(129, 'n'), "neg", {A("x")})),
+              StatusIs(kInvalid, HasSubstr("node id must have 1 to 128 characters, got 129")));
+  EXPECT_THAT(ValidateOne(N(std::string(256, 'n'), "neg", {A("x")})),
+              StatusIs(kInvalid, HasSubstr("node id must have 1 to 128 characters, got 256")));
+  EXPECT_THAT(ValidateOne(N(std::string(128, 'n'), "neg", {A("x")})), IsOk());
+  EXPECT_THAT(ValidateOne(N("Az09_.:-", "neg", {A("x")})), IsOk());
+}
+
+TEST_F(ValidateTest, BadReferencesToNodesAndArrays) {
+  EXPECT_THAT(ValidateOne(N("y", "neg", {R("../../etc/passwd")})),
+              StatusIs(kInvalid,
+                       "node 'y' (neg): input 0 refers to a bad node id "
+                       "'../../etc/passwd' may only use [A-Za-z0-9_.:-]"));
+  EXPECT_THAT(ValidateOne(N("y", "neg", {R(std::string(129, 'r'))})),
+              StatusIs(kInvalid, HasSubstr("input 0 refers to a bad node id must have 1 to 128 "
+                                           "characters, got 129")));
+  EXPECT_THAT(ValidateOne(N("y", "neg", {A("../../etc/passwd")})),
+              StatusIs(kInvalid,
+                       "node 'y' (neg): input 0: array name '../../etc/passwd' may "
+                       "only use [A-Za-z0-9_.:-]"));
+  EXPECT_THAT(ValidateOne(N("y", "neg", {A("")})),
+              StatusIs(kInvalid, HasSubstr("input 0: array name must have 1 to 128 characters")));
+  EXPECT_THAT(ValidateOne(N("y", "neg", {A(std::string(129, 'a'))})),
+              StatusIs(kInvalid, HasSubstr("array name must have 1 to 128 characters, got 129")));
+  EXPECT_EQ(lookups_, 0);  // bad names never reach the session
 }
 
 TEST_F(ValidateTest, DuplicateIds) {
@@ -587,6 +616,245 @@ TEST_F(ValidateTest, FirstErrorWins) {
       Validate({N("a", "neg", {A("x")}), N("b", "add", {R("nope"), A("y")}, {{"bogus", true}})})
           .status(),
       StatusIs(kInvalid, "node 'b' (add): input 0 refers to unknown node 'nope'"));
+}
+
+// ---- hostile sizes: nothing overflows, crashes or echoes without bound ----------------
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t k2To62 = int64_t{1} << 62;
+
+ValueType TDims(DType dtype, const std::vector<int64_t>& dims) {
+  return {.dtype = dtype, .shape = *Shape::Create(dims), .weak = false};
+}
+
+TEST_F(ValidateTest, ReductionOverEmptyAxisOfHugeShapeIsInvalidNotACrash) {
+  // Regression: ReducedShape fetched the value of a failed Shape::Create and
+  // aborted the server.
+  arrays_["e"] = T(DType::kFloat32, {0, kInt64Max});
+  EXPECT_THAT(ValidateOne(N("y", "sum", {A("e")}, {{"axes", std::vector<int64_t>{0}}})),
+              StatusIs(kInvalid, HasSubstr("node 'y' (sum): result: shape "
+                                           "(9223372036854775807) has more than 2^62 elements")));
+  for (const char* op : {"prod", "mean", "var", "std", "any", "all", "logsumexp"}) {
+    EXPECT_THAT(ValidateOne(N("y", op, {A("e")}, {{"axes", std::vector<int64_t>{0}}})),
+                StatusIs(kInvalid, HasSubstr("more than 2^62 elements")))
+        << op;
+  }
+  // Over the other axis (or every axis) it is an empty or 0-d result.
+  EXPECT_THAT(ValidateOne(N("y", "sum", {A("e")}, {{"axes", std::vector<int64_t>{1}}})), IsOk());
+  EXPECT_THAT(ValidateOne(N("y", "sum", {A("e")})), IsOk());
+}
+
+TEST_F(ValidateTest, MeanKeepdimsOverEmptyAxisOfHugeShapeIsInvalidNotACrash) {
+  arrays_["e"] = T(DType::kFloat32, {0, 3, k2To62});
+  EXPECT_THAT(ValidateOne(N("y", "mean", {A("e")},
+                            {{"keepdims", true}, {"axes", std::vector<int64_t>{0}}})),
+              StatusIs(kInvalid, HasSubstr("node 'y' (mean): result: shape (1, 3, "
+                                           "4611686018427387904) has more than 2^62 elements")));
+}
+
+TEST_F(ValidateTest, ReductionKernelOverEmptyAxisOfHugeShapeIsInvalidNotACrash) {
+  arrays_["e"] = T(DType::kFloat32, {0, kInt64Max});
+  EXPECT_THAT(ValidateOne(N("y", "reduction_kernel", {A("e")},
+                            {{"in_params", std::string("T x")},
+                             {"out_params", std::string("T y")},
+                             {"map_expr", std::string("x")},
+                             {"reduce_expr", std::string("a + b")},
+                             {"post_map_expr", std::string("y = a")},
+                             {"identity", std::string("0")},
+                             {"axes", std::vector<int64_t>{0}}})),
+              StatusIs(kInvalid, HasSubstr("more than 2^62 elements")));
+}
+
+TEST_F(ValidateTest, SqueezeAndArgReductionOfHugeEmptyShapesAreFine) {
+  arrays_["e"] = T(DType::kFloat32, {1, 0, kInt64Max});
+  EXPECT_THAT(ValidateOne(N("y", "squeeze", {A("e")}, {{"axes", std::vector<int64_t>{0}}})),
+              IsOk());
+  EXPECT_THAT(ValidateOne(N("y", "argmax", {A("e")}, {{"axis", int64_t{1}}})),
+              StatusIs(kInvalid, HasSubstr("empty sequence")));
+  EXPECT_THAT(ValidateOne(N("y", "cumsum", {A("e")})), IsOk());  // (0,)
+  EXPECT_THAT(ValidateOne(N("y", "transpose", {A("e")})), IsOk());
+}
+
+TEST_F(ValidateTest, ShapesWhoseProductsOverflowAreInvalidForEveryOpFamily) {
+  const auto overflow = StatusIs(kInvalid, HasSubstr("2^62"));
+  arrays_["tall"] = T(DType::kFloat32, {k2To62, 1});
+  arrays_["wide"] = T(DType::kFloat32, {1, 4});
+  arrays_["a0"] = T(DType::kFloat32, {int64_t{1} << 40, 0});
+  arrays_["b0"] = T(DType::kFloat32, {0, int64_t{1} << 40});
+  arrays_["e"] = T(DType::kFloat32, {0, kInt64Max});
+  arrays_["big"] = T(DType::kFloat32, {k2To62});
+  // Elementwise broadcasting: (2^62, 1) + (1, 4).
+  EXPECT_THAT(ValidateOne(N("y", "add", {A("tall"), A("wide")})), overflow);
+  EXPECT_THAT(ValidateOne(N("y", "where", {A("tall"), A("wide"), F(0)})), overflow);
+  EXPECT_THAT(ValidateOne(N("y", "clip", {A("tall"), A("wide"), F(1)})), overflow);
+  // Linear algebra: (2^40, 0) @ (0, 2^40).
+  EXPECT_THAT(ValidateOne(N("y", "matmul", {A("a0"), A("b0")})), overflow);
+  EXPECT_THAT(ValidateOne(N("y", "dot", {A("a0"), A("b0")})), overflow);
+  // Shape ops.
+  EXPECT_THAT(ValidateOne(N("y", "concatenate", {A("e"), A("e")}, {{"axis", int64_t{1}}})),
+              StatusIs(kInvalid, HasSubstr("concatenated axis is too long")));
+  EXPECT_THAT(ValidateOne(N("y", "stack", {A("big"), A("big")})), overflow);
+  EXPECT_THAT(ValidateOne(N("y", "reshape", {A("x")},
+                            {{"shape", std::vector<int64_t>{kInt64Max, kInt64Max}}})),
+              StatusIs(kInvalid, HasSubstr("cannot reshape array of size 3")));
+  EXPECT_THAT(ValidateOne(N("y", "reshape", {A("e")}, {{"shape", std::vector<int64_t>{-1, 0}}})),
+              StatusIs(kInvalid, HasSubstr("cannot reshape")));
+  EXPECT_THAT(ValidateOne(N("y", "broadcast_to", {A("tall")},
+                            {{"shape", std::vector<int64_t>{k2To62, 4}}})),
+              overflow);
+  // Creation.
+  const std::vector<int64_t> cube = {int64_t{1} << 31, int64_t{1} << 31, int64_t{1} << 31};
+  EXPECT_THAT(ValidateOne(N("y", "full", {F(0)}, {{"shape", cube}})), overflow);
+  EXPECT_THAT(ValidateOne(N("y", "random_uniform", {}, {{"shape", cube}, {"seed", int64_t{1}}})),
+              overflow);
+  EXPECT_THAT(ValidateOne(N("y", "arange", {},
+                            {{"start", std::numeric_limits<int64_t>::min()}, {"stop", kInt64Max}})),
+              StatusIs(kInvalid, HasSubstr("arange has too many elements")));
+  EXPECT_THAT(ValidateOne(N("y", "arange", {}, {{"stop", 1e300}, {"step", 1e-300}})),
+              StatusIs(kInvalid, HasSubstr("arange has too many elements")));
+  // Byte counts: 2^61 float32 elements are 2^63 bytes.
+  EXPECT_THAT(ValidateOne(N(
+                  "y", "full", {F(0)},
+                  {{"shape", std::vector<int64_t>{int64_t{1} << 61}}, {"dtype", DType::kFloat32}})),
+              StatusIs(kInvalid, HasSubstr("exceeds 2^62 bytes")));
+  // Custom kernels: a loop 'size' and a raw kernel's block.
+  EXPECT_THAT(ValidateOne(N("y", "elementwise_kernel", {},
+                            {{"in_params", std::string("")},
+                             {"out_params", std::string("float64 z")},
+                             {"operation", std::string("z = i")},
+                             {"size", kInt64Max}})),
+              overflow);
+  EXPECT_THAT(ValidateOne(N("y", "raw_kernel", {A("x")},
+                            {{"code", std::string("k")},
+                             {"name", std::string("k")},
+                             {"grid", std::vector<int64_t>{1}},
+                             {"block", std::vector<int64_t>{2147483647, 2147483647, 2147483647}},
+                             {"output", int64_t{0}}})),
+              StatusIs(kInvalid, HasSubstr("a block has at most 1024")));
+}
+
+TEST_F(ValidateTest, OutputsOfRankAbove64AreInvalid) {
+  const std::vector<int64_t> ones64(64, 1);
+  const std::vector<int64_t> ones65(65, 1);
+  arrays_["r64"] = TDims(DType::kFloat32, ones64);
+  EXPECT_THAT(ValidateOne(N("y", "neg", {A("r64")})), IsOk());
+  EXPECT_THAT(ValidateOne(N("y", "reshape", {A("r64")}, {{"shape", ones65}})),
+              StatusIs(kInvalid, HasSubstr("node 'y' (reshape): shape has 65 dimensions, more "
+                                           "than the maximum of 64")));
+  EXPECT_THAT(ValidateOne(N("y", "expand_dims", {A("r64")}, {{"axes", std::vector<int64_t>{0}}})),
+              StatusIs(kInvalid, HasSubstr("node 'y' (expand_dims): expand_dims to rank 65 is "
+                                           "over the maximum of 64")));
+  EXPECT_THAT(
+      ValidateOne(N("y", "expand_dims", {A("x")}, {{"axes", std::vector<int64_t>(1000000, 0)}})),
+      StatusIs(kInvalid, HasSubstr("over the maximum of 64")));
+  EXPECT_THAT(ValidateOne(N("y", "broadcast_to", {A("x")},
+                            {{"shape",
+                              [] {
+                                std::vector<int64_t> d(65, 1);
+                                d.back() = 3;
+                                return d;
+                              }()}})),
+              StatusIs(kInvalid, HasSubstr("node 'y' (broadcast_to): rank 65 is over the "
+                                           "maximum of 64")));
+  EXPECT_THAT(ValidateOne(N("y", "full", {F(0)}, {{"shape", ones65}})),
+              StatusIs(kInvalid, HasSubstr("node 'y' (full): rank 65 is over the maximum of 64")));
+  EXPECT_THAT(ValidateOne(N("y", "random_normal", {}, {{"shape", ones65}, {"seed", int64_t{0}}})),
+              StatusIs(kInvalid, HasSubstr("rank 65 is over the maximum of 64")));
+  EXPECT_THAT(ValidateOne(N("y", "stack", {A("r64"), A("r64")})),
+              StatusIs(kInvalid, HasSubstr("node 'y' (stack): rank 65 is over the maximum")));
+  // No Shape of rank 65 exists, so neither does a literal or array of it.
+  EXPECT_THAT(Shape::Create(ones65).status(),
+              StatusIs(kInvalid, "rank 65 is over the maximum of 64"));
+}
+
+TEST_F(ValidateTest, ErrorsEchoAtMost256BytesOfAClientString) {
+  const std::string huge(1 << 20, 'q');
+  // A 1 MiB op name was echoed twice, a 1 MiB node id once.
+  absl::Status s = ValidateOne(N("y", huge, {A("x")}));
+  EXPECT_THAT(s, StatusIs(kInvalid, HasSubstr("unknown op 'qqq")));
+  EXPECT_LT(s.message().size(), 700u);
+  s = ValidateOne(N(huge, "neg", {A("x")}));
+  EXPECT_THAT(s, StatusIs(kInvalid, HasSubstr("(1048576 bytes)")));
+  EXPECT_LT(s.message().size(), 400u);
+  s = ValidateOne(N("y", "neg", {R(huge)}));
+  EXPECT_LT(s.message().size(), 400u);
+  s = ValidateOne(N("y", "neg", {A(huge)}));
+  EXPECT_LT(s.message().size(), 400u);
+  s = ValidateOne(N("y", "neg", {A("x")}, {{huge, true}}));
+  EXPECT_THAT(s, StatusIs(kInvalid, HasSubstr("unknown attribute 'qqq")));
+  EXPECT_LT(s.message().size(), 400u);
+  s = ValidateOne(N("y", "transpose", {A("x")}, {{"axes", std::vector<int64_t>(1 << 20, 0)}}));
+  EXPECT_THAT(s, StatusIs(kInvalid, HasSubstr("1048576 entries")));
+  EXPECT_LT(s.message().size(), 1000u);
+  s = ValidateOne(N("y", "elementwise_kernel", {A("x")},
+                    {{"in_params", std::string("T x")},
+                     {"out_params", std::string("T z")},
+                     {"operation", std::string("z = x")},
+                     {"name", huge + "-"}}));
+  EXPECT_THAT(s, StatusIs(kInvalid, HasSubstr("(1048577 bytes) is not an identifier")));
+  EXPECT_LT(s.message().size(), 700u);
+  s = ValidateOne(N("y", "raw_kernel", {A("x")},
+                    {{"code", std::string("k")},
+                     {"name", huge + "-"},
+                     {"grid", std::vector<int64_t>{1}},
+                     {"block", std::vector<int64_t>{1}},
+                     {"output", int64_t{0}}}));
+  EXPECT_THAT(s, StatusIs(kInvalid, HasSubstr("is not a C identifier")));
+  EXPECT_LT(s.message().size(), 700u);
+}
+
+TEST_F(ValidateTest, CustomKernelWithManyParametersValidatesInLinearTime) {
+  // Duplicate names and placeholder bindings were found by linear scans:
+  // 200k parameters took minutes.
+  constexpr int kParams = 200000;
+  std::vector<std::string> params;
+  std::vector<Input> inputs;
+  for (int i = 0; i < kParams; ++i) {
+    params.push_back(absl::StrCat("T", i, " p", i));
+    inputs.push_back(A("x"));
+  }
+  absl::StatusOr<ValidatedGraph> v = Validate({N("y", "elementwise_kernel", inputs,
+                                                 {{"in_params", absl::StrJoin(params, ", ")},
+                                                  {"out_params", std::string("T0 z")},
+                                                  {"operation", std::string("z = p0")}})});
+  ASSERT_THAT(v, IsOk());
+  EXPECT_THAT(v->nodes[0].type.output.shape, *Shape::Create({3}));
+}
+
+TEST_F(ValidateTest, ThreeHundredThousandNodesValidateAndAreFoundInLinearTime) {
+  // FindNode was a linear scan: looking up 300k outputs took 17 s. A
+  // quadratic step anywhere here would make this test take hours.
+  constexpr int kNodes = 300000;
+  std::vector<Node> nodes;
+  nodes.reserve(kNodes);
+  nodes.push_back(N("n0", "neg", {A("x")}));
+  for (int i = 1; i < kNodes; ++i) {
+    nodes.push_back(N(absl::StrCat("n", i), "neg", {R(absl::StrCat("n", i - 1))}));
+  }
+  absl::StatusOr<ValidatedGraph> v = Validate(std::move(nodes), {.max_graph_nodes = kNodes});
+  ASSERT_THAT(v, IsOk());
+  ASSERT_THAT(v->nodes, SizeIs(kNodes));
+  for (int i = 0; i < kNodes; ++i) {
+    ASSERT_EQ(v->FindNode(absl::StrCat("n", i)), i);
+  }
+  EXPECT_EQ(v->FindNode("n300000"), -1);
+  // Duplicate ids are found through a hash map too.
+  std::vector<Node> dups;
+  for (int i = 0; i < kNodes; ++i) dups.push_back(N(absl::StrCat("d", i), "neg", {A("x")}));
+  dups.push_back(N("d0", "neg", {A("x")}));
+  EXPECT_THAT(Validate(std::move(dups), {.max_graph_nodes = kNodes + 1}).status(),
+              StatusIs(kInvalid, "node 'd0' (neg): duplicate node id (node #0 has the same id)"));
+}
+
+TEST(ValidatedGraphTest, FindNodeScansAGraphBuiltByHand) {
+  ValidatedGraph graph;
+  for (const char* id : {"a", "b"}) {
+    ValidatedNode node;
+    node.id = id;
+    graph.nodes.push_back(std::move(node));
+  }
+  EXPECT_EQ(graph.FindNode("b"), 1);
+  EXPECT_EQ(graph.FindNode("c"), -1);
 }
 
 }  // namespace
