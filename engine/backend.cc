@@ -12,4 +12,26 @@ absl::Status CheckCopyRange(int64_t size, int64_t offset, int64_t n) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<RunCharge> RunCharge::Take(RunControl* control, int64_t bytes) {
+  if (control == nullptr || bytes <= 0) return RunCharge();
+  if (absl::Status s = control->Acquire(bytes); !s.ok()) return s;
+  return RunCharge(control, bytes);
+}
+
+RunCharge& RunCharge::operator=(RunCharge&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    control_ = other.control_;
+    bytes_ = other.bytes_;
+    other.control_ = nullptr;
+  }
+  return *this;
+}
+
+void RunCharge::Reset() {
+  if (control_ != nullptr) control_->Release(bytes_);
+  control_ = nullptr;
+  bytes_ = 0;
+}
+
 }  // namespace gpuflow

@@ -55,11 +55,53 @@ struct Array {
   int64_t num_bytes() const { return shape.num_elements() * ItemSize(dtype); }
 };
 
+// What a run may use and when it must stop, given by whoever asked for it
+// (the server: the client's deadline and cancellation, the session's quota).
+// Backends call it from the thread that called Run.
+class RunControl {
+ public:
+  virtual ~RunControl() = default;
+  // Called before each step: OK to go on, else the status the run ends with
+  // (CANCELLED, DEADLINE_EXCEEDED, ...). A step that has started runs to its
+  // end.
+  virtual absl::Status CheckContinue() = 0;
+  // Takes `bytes` for an intermediate buffer before it is allocated
+  // (RESOURCE_EXHAUSTED, saying what was asked and what is left, when it
+  // cannot); Release gives them back when the buffer is freed. The run's
+  // outputs are not charged here: the caller accounts for them.
+  virtual absl::Status Acquire(int64_t bytes) = 0;
+  virtual void Release(int64_t bytes) = 0;
+};
+
+// Bytes taken from a RunControl, given back on destruction. Move-only.
+class RunCharge {
+ public:
+  RunCharge() = default;
+  // Takes `bytes` from `control` (null: nothing to take).
+  static absl::StatusOr<RunCharge> Take(RunControl* control, int64_t bytes);
+  RunCharge(RunCharge&& other) noexcept : control_(other.control_), bytes_(other.bytes_) {
+    other.control_ = nullptr;
+  }
+  RunCharge& operator=(RunCharge&& other) noexcept;
+  RunCharge(const RunCharge&) = delete;
+  RunCharge& operator=(const RunCharge&) = delete;
+  ~RunCharge() { Reset(); }
+  void Reset();
+
+ private:
+  RunCharge(RunControl* control, int64_t bytes) : control_(control), bytes_(bytes) {}
+  RunControl* control_ = nullptr;
+  int64_t bytes_ = 0;
+};
+
 struct RunOptions {
   // Time each step separately (adds a synchronisation per step on the GPU).
   bool profile = false;
   // Allow TF32 tensor cores for float32 matmul.
   bool allow_tf32 = false;
+  // Checked between steps, and charged for intermediates; null: run to the
+  // end with no bound but the backend's memory. Must outlive Run.
+  RunControl* control = nullptr;
 };
 
 struct StepTiming {

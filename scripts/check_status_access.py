@@ -190,6 +190,14 @@ def scan_text(path, text, statusor_functions=frozenset()):
 
     for m in re.finditer(r"\.\s*value\s*\(\s*\)", code):
         line = line_of(code, m.start())
+        # A protobuf (or optional) field read under its presence check,
+        # `x.has_value()` on this line or the three before, is not a StatusOr.
+        obj = re.search(r"(" + IDENT + r")\s*$", code[: m.start()])
+        if obj and re.search(
+            r"\b" + re.escape(obj.group(1)) + r"\s*\.\s*has_value\s*\(",
+            "\n".join(lines[max(0, line - 4) : line]),
+        ):
+            continue
         if not silenced(line):
             findings.append((line, "`.value()` call: check `.ok()` and use `*x` (or ASSIGN_OR_RETURN)"))
     for m in re.finditer(r"\bValueOrDie\b", code):

@@ -1,6 +1,9 @@
 #include "server/gpuflow_service.h"
 
+#include <grpcpp/support/proto_buffer_reader.h>
+
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -9,6 +12,8 @@
 #include "server/graph_convert.h"
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
+#include "server/request_control.h"
+#include "server/upload_stream.h"
 
 #ifndef GPUFLOW_VERSION
 #error "GPUFLOW_VERSION must be defined by the build"
@@ -33,6 +38,7 @@ void FillSessionInfo(const Session& session, v1::SessionInfo* info) {
   info->set_memory_limit_bytes(session.memory_limit_bytes());
   info->set_memory_used_bytes(session.memory_used_bytes());
   info->set_num_arrays(session.num_arrays());
+  info->set_memory_metadata_bytes(session.metadata_bytes());
   DurationToProto(session.idle_ttl(), info->mutable_idle_ttl());
 }
 
@@ -84,6 +90,10 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   limits->set_max_inline_bytes(options_.max_inline_bytes);
   limits->set_max_graph_nodes(options_.max_graph_nodes);
   limits->set_max_message_bytes(options_.max_message_bytes);
+  limits->set_max_memory_bytes(std::max<int64_t>(0, registry_.budget().limit()));
+  DurationToProto(options_.max_request_duration, limits->mutable_max_request_duration());
+  limits->set_max_arrays_per_session(sessions.max_arrays_per_session);
+  limits->set_max_benchmark_repeats(options_.max_benchmark_repeats);
   DurationToProto(sessions.default_idle_ttl, limits->mutable_default_session_idle_ttl());
   DurationToProto(sessions.max_idle_ttl, limits->mutable_max_session_idle_ttl());
   for (const DTypeInfo& info : AllDTypes()) response->add_dtypes(DTypeToProto(info.dtype));
@@ -157,149 +167,116 @@ grpc::ServerUnaryReactor* GpuFlowService::KeepAlive(grpc::CallbackServerContext*
 
 // ---------------------------------------------------------------- upload
 
-// Reads the header, reserves quota and allocates, copies each chunk into
-// place, and publishes the array only when exactly the announced bytes
-// arrived. Every other ending (error, short, long, cancelled) destroys the
-// reactor with its buffer and reservation, so nothing is left behind.
-class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<v1::UploadArrayRequest> {
+// Reads raw messages and hands each, strictly decoded, to an UploadStream,
+// which reserves quota, allocates, copies chunks into place and publishes
+// the array only when exactly the announced bytes arrived. Every other
+// ending (undecodable or out-of-order message, short, long, cancelled, the
+// session closed or expired) aborts the stream, so nothing is left behind.
+class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   UploadReactor(GpuFlowService& service, grpc::CallbackServerContext* context,
-                v1::ArrayInfo* response)
+                grpc::ByteBuffer* response)
       : service_(service),
         context_(context),
         response_(response),
+        upload_(service.backend_, service.registry_,
+                {.max_array_bytes = service.options_.max_array_bytes,
+                 .max_chunk_bytes = service.options_.max_chunk_bytes}),
         call_(service.telemetry_, RpcMethod::kUploadArray) {
-    StartRead(&request_);
+    StartRead(&message_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
-      // The client half-closed, or the call was cancelled.
-      FinishUpload(context_->IsCancelled() ? absl::CancelledError("upload cancelled") : Complete());
+      // The client half-closed, or the call was cancelled (by the client,
+      // the session's closing or the server's shutdown).
+      if (context_->IsCancelled() || session_closed_.load()) {
+        FinishUpload(absl::CancelledError(session_closed_.load()
+                                              ? "upload cancelled: the session was closed"
+                                              : "upload cancelled"));
+      } else {
+        FinishUpload(Complete());
+      }
       return;
     }
-    absl::Status status = header_seen_ ? HandleChunk() : HandleHeader();
+    absl::Status status = Handle();
+    message_.Clear();
     if (!status.ok()) {
       FinishUpload(status);
       return;
     }
-    request_.Clear();
-    StartRead(&request_);
+    StartRead(&message_);
   }
 
   void OnDone() override { delete this; }
 
  private:
-  // Ends the call. A failed upload gives back its buffer and quota before the
-  // client hears of the failure (OnDone may run later), so the client never
-  // sees the memory of an upload it knows failed still in use.
-  void FinishUpload(const absl::Status& status) {
-    if (!status.ok()) {
-      buffer_.reset();
-      reservation_ = MemoryReservation();
+  absl::Status Handle() {
+    const bool had_session = upload_.session() != nullptr;
+    v1::UploadArrayRequest request;
+    absl::Status status = ParseMessage(&request);
+    if (status.ok()) {
+      if (request.has_header()) call_.set_session_id(request.header().session_id());
+      status = upload_.OnMessage(request);
     }
-    Finish(call_.Finish(status));
+    if (!had_session && upload_.session() != nullptr) {
+      call_.set_session(*upload_.session());
+      // Closing or expiring the session cancels the upload.
+      close_hook_ = upload_.session()->OnClose([this] {
+        session_closed_.store(true);
+        context_->TryCancel();
+      });
+    }
+    if (status.ok() && request.has_chunk()) {
+      if (ServerMetrics* metrics = service_.telemetry_.metrics) {
+        metrics->AddTransferBytes(TransferDirection::kUpload,
+                                  static_cast<int64_t>(request.chunk().size()));
+      }
+    }
+    return status;
   }
 
-  absl::Status HandleHeader() {
-    if (!request_.has_header()) {
-      return absl::InvalidArgumentError("the first upload message must be a header");
+  // Decodes message_ strictly: gRPC's own decoding would end the stream
+  // quietly on bytes that do not parse.
+  absl::Status ParseMessage(v1::UploadArrayRequest* request) {
+    grpc::ProtoBufferReader reader(&message_);
+    if (!request->ParseFromZeroCopyStream(&reader)) {
+      return absl::InvalidArgumentError(absl::StrCat("upload message of ", message_.Length(),
+                                                     " bytes is not a valid UploadArrayRequest"));
     }
-    header_seen_ = true;
-    const v1::UploadHeader& header = request_.header();
-    call_.set_session_id(header.session_id());
-    absl::StatusOr<std::shared_ptr<Session>> session = service_.FindSession(header.session_id());
-    if (!session.ok()) return session.status();
-    session_ = std::move(*session);
-    call_.set_session(*session_);
-    if (absl::Status s = ValidateName(header.name(), "array name"); !s.ok()) return s;
-    name_ = header.name();
-    absl::StatusOr<DType> dtype = DTypeFromProto(header.dtype());
-    if (!dtype.ok()) return dtype.status();
-    absl::StatusOr<Shape> shape = ShapeFromProto(header.shape());
-    if (!shape.ok()) return shape.status();
-    absl::StatusOr<int64_t> bytes = ByteSize(*shape, *dtype);
-    if (!bytes.ok()) return bytes.status();
-    if (*bytes > service_.options_.max_array_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat("array '", name_, "' of ", *bytes,
-                                                       " bytes exceeds --max_array_bytes (",
-                                                       service_.options_.max_array_bytes, ")"));
-    }
-    absl::StatusOr<MemoryReservation> reservation = session_->Reserve(*bytes);
-    if (!reservation.ok()) return reservation.status();
-    reservation_ = std::move(*reservation);
-    absl::StatusOr<std::unique_ptr<DeviceBuffer>> buffer =
-        service_.backend_.Allocate(*bytes, session_->stream());
-    if (!buffer.ok()) return buffer.status();
-    buffer_ = std::move(*buffer);
-    array_.dtype = *dtype;
-    array_.shape = *std::move(shape);
-    return absl::OkStatus();
-  }
-
-  absl::Status HandleChunk() {
-    if (!request_.has_chunk()) {
-      return absl::InvalidArgumentError("only the first upload message may be a header");
-    }
-    const std::string& chunk = request_.chunk();
-    const auto n = static_cast<int64_t>(chunk.size());
-    if (n > service_.options_.max_chunk_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat("chunk of ", n, " bytes exceeds the limit of ",
-                                                     service_.options_.max_chunk_bytes));
-    }
-    if (n > buffer_->size() - received_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("upload of '", name_, "' sent more than the ", buffer_->size(),
-                       " bytes its header announced (dtype ", DTypeName(array_.dtype), ", shape ",
-                       array_.shape.ToString(), ")"));
-    }
-    Stream& stream = session_->stream();
-    if (absl::Status s =
-            service_.backend_.CopyToDevice(chunk.data(), *buffer_, received_, n, stream);
-        !s.ok()) {
-      return s;
-    }
-    // CopyToDevice has staged the bytes, so the next read may reuse
-    // `request_` while the copy runs.
-    received_ += n;
-    if (ServerMetrics* metrics = service_.telemetry_.metrics) {
-      metrics->AddTransferBytes(TransferDirection::kUpload, n);
-    }
-    service_.registry_.Touch(*session_);
     return absl::OkStatus();
   }
 
   absl::Status Complete() {
-    if (!header_seen_) return absl::InvalidArgumentError("upload stream ended before its header");
-    if (received_ != buffer_->size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("upload of '", name_, "' ended after ", received_, " of the ",
-                       buffer_->size(), " bytes its header announced (dtype ",
-                       DTypeName(array_.dtype), ", shape ", array_.shape.ToString(), ")"));
-    }
-    // Copy errors surface here, before the array is visible.
-    if (absl::Status s = service_.backend_.Synchronize(session_->stream()); !s.ok()) return s;
-    array_.buffer = std::move(buffer_);
-    FillArrayInfo(name_, array_, response_);
-    return session_->PutArray(name_, std::move(array_), std::move(reservation_));
+    v1::ArrayInfo info;
+    if (absl::Status s = upload_.Finish(&info); !s.ok()) return s;
+    const std::string bytes = info.SerializeAsString();
+    grpc::Slice slice(bytes);
+    *response_ = grpc::ByteBuffer(&slice, 1);
+    return absl::OkStatus();
+  }
+
+  // Ends the call. A failed upload gives back its buffer and quota before
+  // the client hears of the failure (OnDone may run later), so the client
+  // never sees the memory of an upload it knows failed still in use.
+  void FinishUpload(const absl::Status& status) {
+    if (!status.ok()) upload_.Abort();
+    close_hook_ = Session::CloseHook();
+    Finish(call_.Finish(status));
   }
 
   GpuFlowService& service_;
   grpc::CallbackServerContext* const context_;
-  v1::ArrayInfo* const response_;
-  v1::UploadArrayRequest request_;
-  bool header_seen_ = false;
-  std::shared_ptr<Session> session_;
-  std::string name_;
-  MemoryReservation reservation_;
-  std::unique_ptr<DeviceBuffer> buffer_;
-  Array array_;
-  int64_t received_ = 0;
+  grpc::ByteBuffer* const response_;
+  grpc::ByteBuffer message_;
+  UploadStream upload_;
+  std::atomic<bool> session_closed_{false};
+  Session::CloseHook close_hook_;
   RpcObserver call_;
 };
 
-grpc::ServerReadReactor<v1::UploadArrayRequest>* GpuFlowService::UploadArray(
-    grpc::CallbackServerContext* context, v1::ArrayInfo* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* GpuFlowService::UploadArray(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
   return new UploadReactor(*this, context, response);
 }
 
@@ -310,28 +287,40 @@ grpc::ServerReadReactor<v1::UploadArrayRequest>* GpuFlowService::UploadArray(
 class GpuFlowService::DownloadReactor final
     : public grpc::ServerWriteReactor<v1::DownloadArrayResponse> {
  public:
-  DownloadReactor(GpuFlowService& service, const v1::DownloadArrayRequest& request)
-      : metrics_(service.telemetry_.metrics), call_(service.telemetry_, RpcMethod::kDownloadArray) {
+  DownloadReactor(GpuFlowService& service, grpc::CallbackServerContext* context,
+                  const v1::DownloadArrayRequest& request)
+      : registry_(service.registry_),
+        context_(context),
+        metrics_(service.telemetry_.metrics),
+        call_(service.telemetry_, RpcMethod::kDownloadArray) {
     absl::Status status = Start(service, request);
-    if (!status.ok()) Finish(call_.Finish(status));
+    if (!status.ok()) End(status);
   }
 
   void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(call_.Finish(grpc::Status(grpc::StatusCode::CANCELLED, "download cancelled")));
+    if (!ok || session_closed_.load()) {
+      End(absl::CancelledError(session_closed_.load() ? "download cancelled: the session was closed"
+                                                      : "download cancelled"));
       return;
     }
     if (sent_ == array_.num_bytes()) {
-      Finish(call_.Finish(grpc::Status::OK));
+      End(absl::OkStatus());
       return;
     }
     absl::Status status = WriteNextChunk();
-    if (!status.ok()) Finish(call_.Finish(status));
+    if (!status.ok()) End(status);
   }
 
   void OnDone() override { delete this; }
 
  private:
+  // Ends the call, letting go of the array's buffer at once.
+  void End(const absl::Status& status) {
+    close_hook_ = Session::CloseHook();
+    array_ = Array();
+    Finish(call_.Finish(status));
+  }
+
   absl::Status Start(GpuFlowService& service, const v1::DownloadArrayRequest& request) {
     backend_ = &service.backend_;
     call_.set_session_id(request.session_id());
@@ -342,6 +331,11 @@ class GpuFlowService::DownloadReactor final
     absl::StatusOr<Array> array = session_->GetArray(request.name());
     if (!array.ok()) return array.status();
     array_ = std::move(*array);
+    // Closing or expiring the session cancels the download.
+    close_hook_ = session_->OnClose([this] {
+      session_closed_.store(true);
+      context_->TryCancel();
+    });
     if (request.chunk_bytes() < 0) {
       return absl::InvalidArgumentError("chunk_bytes must not be negative");
     }
@@ -364,11 +358,15 @@ class GpuFlowService::DownloadReactor final
     }
     if (absl::Status s = backend_->Synchronize(stream); !s.ok()) return s;
     sent_ += n;
+    // A long download keeps its session alive.
+    registry_.Touch(*session_);
     if (metrics_ != nullptr) metrics_->AddTransferBytes(TransferDirection::kDownload, n);
     StartWrite(&response_);
     return absl::OkStatus();
   }
 
+  SessionRegistry& registry_;
+  grpc::CallbackServerContext* const context_;
   Backend* backend_ = nullptr;
   std::shared_ptr<Session> session_;
   Array array_;
@@ -376,12 +374,14 @@ class GpuFlowService::DownloadReactor final
   int64_t sent_ = 0;
   v1::DownloadArrayResponse response_;
   ServerMetrics* const metrics_;
+  std::atomic<bool> session_closed_{false};
+  Session::CloseHook close_hook_;
   RpcObserver call_;
 };
 
 grpc::ServerWriteReactor<v1::DownloadArrayResponse>* GpuFlowService::DownloadArray(
-    grpc::CallbackServerContext* /*context*/, const v1::DownloadArrayRequest* request) {
-  return new DownloadReactor(*this, *request);
+    grpc::CallbackServerContext* context, const v1::DownloadArrayRequest* request) {
+  return new DownloadReactor(*this, context, *request);
 }
 
 // ---------------------------------------------------------------- arrays
@@ -399,6 +399,7 @@ grpc::ServerUnaryReactor* GpuFlowService::ListArrays(grpc::CallbackServerContext
   }
   response->set_memory_used_bytes((*session)->memory_used_bytes());
   response->set_memory_limit_bytes((*session)->memory_limit_bytes());
+  response->set_memory_metadata_bytes((*session)->metadata_bytes());
   return Finish(context, call, absl::OkStatus());
 }
 
@@ -430,9 +431,9 @@ grpc::ServerUnaryReactor* GpuFlowService::DeleteArray(grpc::CallbackServerContex
 
 // ---------------------------------------------------------------- graphs
 
-grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(grpc::CallbackServerContext* context,
-                                                    RpcObserver call, const std::string& session_id,
-                                                    std::function<absl::Status(Session&)> work) {
+grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(
+    grpc::CallbackServerContext* context, RpcObserver call, const std::string& session_id,
+    std::function<absl::Status(Session&, RunControl&)> work) {
   call.set_session_id(session_id);
   absl::StatusOr<std::shared_ptr<Session>> session = FindSession(session_id);
   if (!session.ok()) return Finish(context, call, session.status());
@@ -440,10 +441,31 @@ grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(grpc::CallbackServerContext*
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // std::function needs a copyable task, so the observer travels by pointer.
   auto observer = std::make_shared<RpcObserver>(std::move(call));
-  pool_.Submit([reactor, observer, session = *std::move(session), work = std::move(work)] {
-    reactor->Finish(observer->Finish(work(*session)));
+  // Sessions take turns on the pool's threads.
+  const std::string key = (*session)->id();
+  pool_.Submit(key, [this, context, reactor, observer, session = *std::move(session),
+                     work = std::move(work)] {
+    absl::Status status;
+    {
+      RequestControl control(context, session.get(), options_.max_request_duration);
+      // A call cancelled while it queued does not start.
+      status = control.CheckContinue();
+      if (status.ok()) status = work(*session, control);
+    }
+    reactor->Finish(observer->Finish(EndedAs(context, status)));
   });
   return reactor;
+}
+
+absl::Status GpuFlowService::EndedAs(grpc::CallbackServerContext* context,
+                                     const absl::Status& status) {
+  // The client is gone (cancelled, past its deadline, or the server cut the
+  // call at shutdown): say so in the log and metrics, not what the work
+  // returned, which nobody receives.
+  if (status.ok() && context->IsCancelled()) {
+    return absl::CancelledError("the call was cancelled before its reply was sent");
+  }
+  return status;
 }
 
 void GpuFlowService::ObserveCompiles(RpcMethod method, const std::string& session_label,
@@ -460,8 +482,8 @@ void GpuFlowService::ObserveCompiles(RpcMethod method, const std::string& sessio
 }
 
 absl::Status GpuFlowService::ObservedExecute(Session& session, const v1::ExecuteRequest& request,
-                                             v1::ExecuteResponse* response) {
-  absl::Status status = runner_.Execute(session, request, response);
+                                             v1::ExecuteResponse* response, RunControl& control) {
+  absl::Status status = runner_.Execute(session, request, response, &control);
   if (!status.ok()) return status;
   const v1::Timings& timings = response->timings();
   if (telemetry_.metrics != nullptr) {
@@ -480,8 +502,9 @@ absl::Status GpuFlowService::ObservedExecute(Session& session, const v1::Execute
 
 absl::Status GpuFlowService::ObservedBenchmark(Session& session,
                                                const v1::BenchmarkRequest& request,
-                                               v1::BenchmarkResponse* response) {
-  absl::Status status = runner_.Benchmark(session, request, response);
+                                               v1::BenchmarkResponse* response,
+                                               RunControl& control) {
+  absl::Status status = runner_.Benchmark(session, request, response, &control);
   if (!status.ok()) return status;
   response->set_device(backend_.device());
   // Kernels compile in the first run only.
@@ -494,8 +517,8 @@ absl::Status GpuFlowService::ObservedBenchmark(Session& session,
 grpc::ServerUnaryReactor* GpuFlowService::Execute(grpc::CallbackServerContext* context,
                                                   const v1::ExecuteRequest* request,
                                                   v1::ExecuteResponse* response) {
-  auto work = [this, request, response](Session& session) {
-    return ObservedExecute(session, *request, response);
+  auto work = [this, request, response](Session& session, RunControl& control) {
+    return ObservedExecute(session, *request, response, control);
   };
   return RunOnPool(context, RpcObserver(telemetry_, RpcMethod::kExecute), request->session_id(),
                    std::move(work));
@@ -504,8 +527,8 @@ grpc::ServerUnaryReactor* GpuFlowService::Execute(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* GpuFlowService::Benchmark(grpc::CallbackServerContext* context,
                                                     const v1::BenchmarkRequest* request,
                                                     v1::BenchmarkResponse* response) {
-  auto work = [this, request, response](Session& session) {
-    return ObservedBenchmark(session, *request, response);
+  auto work = [this, request, response](Session& session, RunControl& control) {
+    return ObservedBenchmark(session, *request, response, control);
   };
   return RunOnPool(context, RpcObserver(telemetry_, RpcMethod::kBenchmark), request->session_id(),
                    std::move(work));
@@ -520,13 +543,17 @@ grpc::ServerUnaryReactor* GpuFlowService::Precompile(grpc::CallbackServerContext
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto observer = std::make_shared<RpcObserver>(std::move(call));
-  pool_.Submit([this, reactor, observer, request, response] {
-    absl::Status status = runner_.Precompile(*request, response);
+  pool_.Submit([this, context, reactor, observer, request, response] {
+    absl::Status status;
+    {
+      RequestControl control(context, /*session=*/nullptr, options_.max_request_duration);
+      status = runner_.Precompile(*request, response, &control);
+    }
     if (status.ok()) {
       ObserveCompiles(RpcMethod::kPrecompile, "", response->kernels_compiled(),
                       response->compile_seconds(), response->kernels_cached());
     }
-    reactor->Finish(observer->Finish(status));
+    reactor->Finish(observer->Finish(EndedAs(context, status)));
   });
   return reactor;
 }

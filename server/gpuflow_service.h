@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/time/time.h"
 #include "engine/backend.h"
 #include "engine/plan/plan.h"
 #include "gpuflow/v1/service.grpc.pb.h"
@@ -31,9 +32,19 @@ struct ServiceOptions {
   int64_t max_inline_bytes = int64_t{4} << 20;
   int32_t max_graph_nodes = 10000;
   int64_t max_message_bytes = int64_t{64} << 20;
+  // Longest any one Execute, Benchmark or Precompile may run (checked
+  // between steps); <= 0: no cap but the client's deadline.
+  absl::Duration max_request_duration = absl::Minutes(10);
+  // As GraphLimits::max_benchmark_repeats (reported in ServerInfo).
+  int32_t max_benchmark_repeats = 100000;
 };
 
-class GpuFlowService final : public v1::GpuFlow::CallbackService {
+// UploadArray is served raw (grpc::ByteBuffer in and out) so the service
+// decodes each message itself and can fail the upload on one that does not
+// decode; gRPC's typed reader would end the stream as if the client had
+// half-closed.
+class GpuFlowService final
+    : public v1::GpuFlow::WithRawCallbackMethod_UploadArray<v1::GpuFlow::CallbackService> {
  public:
   // Everything passed in must outlive the service. Graph work runs on `pool`.
   // Every call is reported to `telemetry` (metrics, request log, health).
@@ -52,8 +63,8 @@ class GpuFlowService final : public v1::GpuFlow::CallbackService {
   grpc::ServerUnaryReactor* KeepAlive(grpc::CallbackServerContext* context,
                                       const v1::KeepAliveRequest* request,
                                       v1::SessionInfo* response) override;
-  grpc::ServerReadReactor<v1::UploadArrayRequest>* UploadArray(grpc::CallbackServerContext* context,
-                                                               v1::ArrayInfo* response) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* UploadArray(grpc::CallbackServerContext* context,
+                                                         grpc::ByteBuffer* response) override;
   grpc::ServerWriteReactor<v1::DownloadArrayResponse>* DownloadArray(
       grpc::CallbackServerContext* context, const v1::DownloadArrayRequest* request) override;
   grpc::ServerUnaryReactor* ListArrays(grpc::CallbackServerContext* context,
@@ -84,14 +95,19 @@ class GpuFlowService final : public v1::GpuFlow::CallbackService {
 
   // Finds the session, then runs `work` on the compute pool and finishes the
   // call with its status.
+  // The work gets the call's RequestControl (deadline, cancellation,
+  // quota for intermediates).
   grpc::ServerUnaryReactor* RunOnPool(grpc::CallbackServerContext* context, RpcObserver call,
                                       const std::string& session_id,
-                                      std::function<absl::Status(Session&)> work);
+                                      std::function<absl::Status(Session&, RunControl&)> work);
+  // What the call's log line and metrics record: `status`, or CANCELLED when
+  // the client is no longer there to receive it.
+  static absl::Status EndedAs(grpc::CallbackServerContext* context, const absl::Status& status);
   // The runner's Execute and Benchmark, plus their metrics and debug logs.
   absl::Status ObservedExecute(Session& session, const v1::ExecuteRequest& request,
-                               v1::ExecuteResponse* response);
+                               v1::ExecuteResponse* response, RunControl& control);
   absl::Status ObservedBenchmark(Session& session, const v1::BenchmarkRequest& request,
-                                 v1::BenchmarkResponse* response);
+                                 v1::BenchmarkResponse* response, RunControl& control);
   // Counts and logs (at debug) kernels a request compiled.
   void ObserveCompiles(RpcMethod method, const std::string& session_label, int kernels,
                        double seconds, int cached);

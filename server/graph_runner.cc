@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/ir/echo.h"
 #include "server/graph_convert.h"
 #include "server/proto_convert.h"
 
@@ -89,8 +90,8 @@ absl::StatusOr<GraphRunner::Prepared> GraphRunner::Prepare(
     for (const ValidatedNode& node : validated->nodes) {
       if (node.op->name == "raw_kernel") {
         return absl::PermissionDeniedError(absl::StrCat(
-            "node '", node.id,
-            "' (raw_kernel): raw kernels are disabled on this server; start gpuflowd with "
+            "node ", Echo(node.id),
+            " (raw_kernel): raw kernels are disabled on this server; start gpuflowd with "
             "--allow_raw_kernels to accept them (their code can touch any memory of the "
             "process)"));
       }
@@ -108,11 +109,12 @@ absl::StatusOr<GraphRunner::Prepared> GraphRunner::Prepare(
       if (!consumed[i]) prepared.outputs.push_back(static_cast<int>(i));
     }
   } else {
+    prepared.outputs.reserve(output_ids.size());
     for (const std::string& id : output_ids) {
       const int index = prepared.graph.FindNode(id);
       if (index < 0) {
         return absl::InvalidArgumentError(
-            absl::StrCat("output names node '", id, "', which the graph does not have"));
+            absl::StrCat("output names node ", Echo(id), ", which the graph does not have"));
       }
       prepared.outputs.push_back(index);
     }
@@ -127,16 +129,18 @@ absl::StatusOr<GraphRunner::Prepared> GraphRunner::Prepare(
 }
 
 absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& request,
-                                  v1::ExecuteResponse* response) {
+                                  v1::ExecuteResponse* response, RunControl* control) {
   const absl::Time start = absl::Now();
   if (request.outputs_size() == 0) {
     return absl::InvalidArgumentError("Execute needs at least one output");
   }
   std::vector<std::string> output_ids;
+  output_ids.reserve(request.outputs_size());
   for (const v1::OutputSpec& spec : request.outputs()) {
     if (spec.store_as().empty() && !spec.return_inline()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "output '", spec.node(), "' is neither stored (store_as) nor returned (return_inline)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("output ", Echo(spec.node()),
+                       " is neither stored (store_as) nor returned (return_inline)"));
     }
     if (!spec.store_as().empty()) {
       if (absl::Status s = ValidateName(spec.store_as(), "store_as name"); !s.ok()) return s;
@@ -147,8 +151,18 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
   absl::StatusOr<Prepared> prepared = Prepare(request.graph(), snapshot.Lookup(), output_ids);
   if (!prepared.ok()) return prepared.status();
 
-  // Results are checked against the limits before anything runs.
+  // Results are checked against the limits before anything runs: each
+  // output's size, the quota for all of them (inline ones live on the device
+  // until copied out), and the size of the reply.
   std::vector<MemoryReservation> reservations(request.outputs_size());
+  std::vector<bool> inline_counted(prepared->graph.nodes.size(), false);
+  // The reply's fixed part: timings, one per step when profiling.
+  int64_t reply_bytes = 256;
+  if (request.profile()) {
+    for (const Step& step : prepared->plan.plan->steps) {
+      reply_bytes += 64 + static_cast<int64_t>(step.description.size());
+    }
+  }
   for (int i = 0; i < request.outputs_size(); ++i) {
     const v1::OutputSpec& spec = request.outputs(i);
     const ValueType& type = prepared->graph.nodes[prepared->outputs[i]].type.output;
@@ -156,22 +170,48 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
     if (!bytes.ok()) return bytes.status();
     if (spec.return_inline() && *bytes > limits_.max_inline_bytes) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "output '", spec.node(), "' has ", *bytes, " bytes, over the inline limit of ",
+          "output ", Echo(spec.node()), " has ", *bytes, " bytes, over the inline limit of ",
           limits_.max_inline_bytes, "; store it (store_as) and download it instead"));
     }
-    if (!spec.store_as().empty()) {
-      absl::StatusOr<MemoryReservation> reservation = session.Reserve(*bytes);
-      if (!reservation.ok()) {
-        return absl::Status(reservation.status().code(),
-                            absl::StrCat("storing output '", spec.node(), "' as '", spec.store_as(),
-                                         "': ", reservation.status().message()));
-      }
-      reservations[i] = *std::move(reservation);
+    if (!spec.store_as().empty() && *bytes > limits_.max_array_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("output ", Echo(spec.node()), " stored as ", Echo(spec.store_as()), " has ",
+                       *bytes, " bytes, over --max_array_bytes (", limits_.max_array_bytes, ")"));
     }
+    // OutputResult: node id, name, ArrayInfo (dims as varints), and the value.
+    const int64_t dims_bytes = 11 * static_cast<int64_t>(type.shape.rank());
+    reply_bytes += 48 + static_cast<int64_t>(spec.node().size() + spec.store_as().size()) +
+                   dims_bytes + (spec.return_inline() ? 24 + dims_bytes + *bytes : 0);
+    if (reply_bytes > limits_.max_reply_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the reply would exceed the server's message limit of ", limits_.max_reply_bytes,
+          " bytes (at output ", i, " of ", request.outputs_size(),
+          "); return fewer or smaller outputs inline, or store them (store_as) and download them"));
+    }
+    // An inline output lives on the device until it is copied out; outputs
+    // naming one node share its buffer.
+    int64_t reserve = 0;
+    if (!spec.store_as().empty()) {
+      reserve = Session::StoredBytes(spec.store_as(), type.shape, *bytes);
+    } else if (!inline_counted[prepared->outputs[i]]) {
+      inline_counted[prepared->outputs[i]] = true;
+      reserve = *bytes;
+    }
+    absl::StatusOr<MemoryReservation> reservation = session.Reserve(reserve);
+    if (!reservation.ok()) {
+      return absl::Status(
+          reservation.status().code(),
+          spec.store_as().empty()
+              ? absl::StrCat("output ", Echo(spec.node()), ": ", reservation.status().message())
+              : absl::StrCat("storing output ", Echo(spec.node()), " as ", Echo(spec.store_as()),
+                             ": ", reservation.status().message()));
+    }
+    reservations[i] = *std::move(reservation);
   }
 
   const absl::Time run_start = absl::Now();
-  RunOptions options{.profile = request.profile(), .allow_tf32 = request.allow_tf32()};
+  RunOptions options{
+      .profile = request.profile(), .allow_tf32 = request.allow_tf32(), .control = control};
   absl::StatusOr<RunResult> run =
       backend_.Run(prepared->graph, *prepared->plan.plan, snapshot.InOrder(prepared->graph),
                    session.stream(), options);
@@ -199,6 +239,10 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
     }
   }
   if (absl::Status s = backend_.Synchronize(session.stream()); !s.ok()) return s;
+  if (control != nullptr) {
+    // The last chance to stop: nothing is stored yet.
+    if (absl::Status s = control->CheckContinue(); !s.ok()) return s;
+  }
   for (int i = 0; i < request.outputs_size(); ++i) {
     const v1::OutputSpec& spec = request.outputs(i);
     if (spec.store_as().empty()) continue;
@@ -220,11 +264,16 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
 }
 
 absl::Status GraphRunner::Benchmark(Session& session, const v1::BenchmarkRequest& request,
-                                    v1::BenchmarkResponse* response) {
+                                    v1::BenchmarkResponse* response, RunControl* control) {
   const int n_warmup = request.has_n_warmup() ? request.n_warmup() : 10;
   const int n_repeat = request.has_n_repeat() ? request.n_repeat() : 10000;
   if (n_warmup < 0 || n_repeat < 1) {
     return absl::InvalidArgumentError("n_warmup must be >= 0 and n_repeat >= 1");
+  }
+  if (n_repeat > limits_.max_benchmark_repeats) {
+    return absl::InvalidArgumentError(absl::StrCat("n_repeat ", n_repeat, " is over the limit of ",
+                                                   limits_.max_benchmark_repeats,
+                                                   " timed runs per Benchmark call"));
   }
   absl::Duration max_duration =
       request.has_max_duration() ? DurationFromProto(request.max_duration()) : absl::Seconds(10);
@@ -237,9 +286,27 @@ absl::Status GraphRunner::Benchmark(Session& session, const v1::BenchmarkRequest
   ArraySnapshot snapshot(session);
   absl::StatusOr<Prepared> prepared = Prepare(request.graph(), snapshot.Lookup(), output_ids);
   if (!prepared.ok()) return prepared.status();
+  // The outputs of one run live on the device until the next starts.
+  int64_t output_bytes = 0;
+  for (int o : prepared->outputs) {
+    const ValueType& type = prepared->graph.nodes[o].type.output;
+    absl::StatusOr<int64_t> bytes = ByteSize(type.shape, type.dtype);
+    if (!bytes.ok()) return bytes.status();
+    output_bytes += *bytes;
+  }
+  absl::StatusOr<MemoryReservation> outputs_reservation = session.Reserve(output_bytes);
+  if (!outputs_reservation.ok()) {
+    return absl::Status(
+        outputs_reservation.status().code(),
+        absl::StrCat("the benchmark's outputs: ", outputs_reservation.status().message()));
+  }
   const std::vector<Array> arrays = snapshot.InOrder(prepared->graph);
-  const RunOptions options{.profile = false, .allow_tf32 = request.allow_tf32()};
+  const RunOptions options{
+      .profile = false, .allow_tf32 = request.allow_tf32(), .control = control};
   auto run_once = [&]() -> absl::StatusOr<RunResult> {
+    if (control != nullptr) {
+      if (absl::Status s = control->CheckContinue(); !s.ok()) return s;
+    }
     absl::StatusOr<RunResult> run =
         backend_.Run(prepared->graph, *prepared->plan.plan, arrays, session.stream(), options);
     if (!run.ok()) return run.status();
@@ -248,29 +315,34 @@ absl::Status GraphRunner::Benchmark(Session& session, const v1::BenchmarkRequest
   };
 
   response->set_name(request.name().empty() ? "graph" : request.name());
-  for (int i = 0; i < n_warmup; ++i) {
+  // Warm-up counts inside max_duration: it stops early when the time is up,
+  // and at least one timed run follows.
+  const absl::Time deadline = absl::Now() + max_duration;
+  bool first = true;
+  for (int i = 0; i < n_warmup && (first || absl::Now() < deadline); ++i) {
     absl::StatusOr<RunResult> run = run_once();
     if (!run.ok()) return run.status();
-    if (i == 0) FillTimings(*run, response->mutable_first_run());
+    if (first) FillTimings(*run, response->mutable_first_run());
+    first = false;
   }
-  const absl::Time deadline = absl::Now() + max_duration;
-  for (int i = 0; i < n_repeat && absl::Now() < deadline; ++i) {
+  for (int i = 0; i < n_repeat && (i == 0 || absl::Now() < deadline); ++i) {
     const absl::Time start = absl::Now();
     absl::StatusOr<RunResult> run = run_once();
     if (!run.ok()) return run.status();
     response->add_cpu_seconds(SecondsSince(start));
     if (run->gpu_seconds.has_value()) response->add_gpu_seconds(*run->gpu_seconds);
-    if (n_warmup == 0 && i == 0) FillTimings(*run, response->mutable_first_run());
+    if (first) FillTimings(*run, response->mutable_first_run());
+    first = false;
   }
   return absl::OkStatus();
 }
 
 absl::Status GraphRunner::Precompile(const v1::PrecompileRequest& request,
-                                     v1::PrecompileResponse* response) {
+                                     v1::PrecompileResponse* response, RunControl* control) {
   ArrayTypeLookup lookup = [&](const std::string& name) -> absl::StatusOr<ValueType> {
     auto it = request.array_types().find(name);
     if (it == request.array_types().end()) {
-      return absl::NotFoundError(absl::StrCat("array_types does not describe array '", name, "'"));
+      return absl::NotFoundError(absl::StrCat("array_types does not describe array ", Echo(name)));
     }
     absl::StatusOr<DType> dtype = DTypeFromProto(it->second.dtype());
     if (!dtype.ok()) return dtype.status();
@@ -279,6 +351,9 @@ absl::Status GraphRunner::Precompile(const v1::PrecompileRequest& request,
     return ValueType{*dtype, *std::move(shape), false};
   };
   for (int i = 0; i < request.graphs_size(); ++i) {
+    if (control != nullptr) {
+      if (absl::Status s = control->CheckContinue(); !s.ok()) return s;
+    }
     absl::StatusOr<Prepared> prepared = Prepare(request.graphs(i), lookup, {});
     if (!prepared.ok()) {
       return absl::Status(prepared.status().code(),

@@ -23,7 +23,15 @@ namespace gpuflow::server {
 struct GraphLimits {
   int32_t max_graph_nodes = 10000;
   int64_t max_inline_bytes = int64_t{4} << 20;
+  // Largest array an output may store (store_as), as for uploads.
+  int64_t max_array_bytes = int64_t{16} << 30;
+  // Largest reply the server sends (its gRPC send limit): an Execute whose
+  // reply would be larger fails before anything runs or is stored.
+  int64_t max_reply_bytes = int64_t{64} << 20;
   absl::Duration max_benchmark_duration = absl::Seconds(60);
+  // Most timed repeats one Benchmark may ask for, so its reply stays small
+  // (each repeat adds two doubles).
+  int32_t max_benchmark_repeats = 100000;
   // raw_kernel nodes run arbitrary CUDA code; PERMISSION_DENIED unless set.
   bool allow_raw_kernels = false;
 };
@@ -33,18 +41,26 @@ class GraphRunner {
   // `backend` and `plans` must outlive the runner.
   GraphRunner(Backend& backend, PlanCache& plans, GraphLimits limits);
 
-  // Runs request.graph in `session`; stores or returns the outputs.
+  // Runs request.graph in `session`; stores or returns the outputs. Every
+  // limit (output sizes, the session's quota for stored outputs, the reply's
+  // size) is checked before anything runs, and nothing is stored unless the
+  // whole request succeeds. `control` (may be null) stops the run between
+  // steps and is charged for its intermediates.
   absl::Status Execute(Session& session, const v1::ExecuteRequest& request,
-                       v1::ExecuteResponse* response);
+                       v1::ExecuteResponse* response, RunControl* control = nullptr);
 
-  // Runs request.graph n_warmup times untimed, then up to n_repeat times
-  // within max_duration, recording each repeat's host (and device) time.
+  // Runs request.graph up to n_warmup times untimed, then up to n_repeat
+  // times, all within max_duration (warm-up included; at least one timed run
+  // once warm-up ends), recording each repeat's host (and device) time.
+  // `control` is checked between runs as well as between steps.
   absl::Status Benchmark(Session& session, const v1::BenchmarkRequest& request,
-                         v1::BenchmarkResponse* response);
+                         v1::BenchmarkResponse* response, RunControl* control = nullptr);
 
   // Validates and plans the graphs against the declared array types (and, on
-  // the CUDA backend, compiles their kernels).
-  absl::Status Precompile(const v1::PrecompileRequest& request, v1::PrecompileResponse* response);
+  // the CUDA backend, compiles their kernels). Errors name the graph
+  // ("graph 2: ..."). `control` is checked between graphs.
+  absl::Status Precompile(const v1::PrecompileRequest& request, v1::PrecompileResponse* response,
+                          RunControl* control = nullptr);
 
  private:
   struct Prepared;

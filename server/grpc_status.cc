@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+
 namespace gpuflow::server {
 
 grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
@@ -47,7 +49,16 @@ grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return {ToGrpcCode(status.code()), std::string(status.message())};
+  return {ToGrpcCode(status.code()), BoundedMessage(status.message())};
+}
+
+std::string BoundedMessage(absl::string_view message) {
+  if (message.size() <= kMaxStatusMessageBytes) return std::string(message);
+  const std::string note = absl::StrCat(" ... (", message.size(), " bytes, cut)");
+  size_t end = kMaxStatusMessageBytes - note.size();
+  // Not inside a UTF-8 sequence.
+  while (end > 0 && (static_cast<unsigned char>(message[end]) & 0xC0) == 0x80) --end;
+  return absl::StrCat(message.substr(0, end), note);
 }
 
 }  // namespace gpuflow::server

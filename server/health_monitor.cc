@@ -36,9 +36,16 @@ void HealthMonitor::Start(grpc::HealthCheckServiceInterface* health) {
 
 void HealthMonitor::Check() {
   const bool healthy = backend_.healthy();
-  absl::MutexLock lock(&mu_);
-  if (shut_down_ || health_ == nullptr || healthy == serving_) return;
-  Publish(healthy);
+  bool report = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!healthy && !reported_unhealthy_) {
+      reported_unhealthy_ = true;
+      report = true;
+    }
+    if (!shut_down_ && health_ != nullptr && healthy != serving_) Publish(healthy);
+  }
+  if (report && options_.on_unhealthy) options_.on_unhealthy();
 }
 
 void HealthMonitor::Publish(bool serving) {

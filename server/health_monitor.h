@@ -13,6 +13,7 @@
 
 #include <grpcpp/health_check_service_interface.h>
 
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +32,10 @@ struct HealthMonitorOptions {
   absl::Duration interval = absl::Seconds(1);
   // Status changes are logged here (may be null).
   Logger* log = nullptr;
+  // Called (once, on the thread that noticed, outside the monitor's lock)
+  // when the backend first turns unhealthy: main uses it to drain and exit
+  // (--exit_on_device_error). May be empty.
+  std::function<void()> on_unhealthy = nullptr;
 };
 
 class HealthMonitor {
@@ -70,6 +75,7 @@ class HealthMonitor {
   grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool serving_ ABSL_GUARDED_BY(mu_) = false;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  bool reported_unhealthy_ ABSL_GUARDED_BY(mu_) = false;
   absl::Notification stop_;
   std::thread poller_;
 };

@@ -4,9 +4,12 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -18,6 +21,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -89,7 +94,24 @@ ABSL_FLAG(int, max_fused_ops, 64, "Most ops fused into one step");
 ABSL_FLAG(absl::Duration, max_benchmark_duration, absl::Seconds(60),
           "Longest max_duration a Benchmark call may ask for");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
-          "On SIGINT/SIGTERM, how long calls in flight may take to finish");
+          "On SIGINT/SIGTERM, how long calls in flight may take to finish; the process exits "
+          "within this plus 1s");
+ABSL_FLAG(absl::Duration, max_request_duration, absl::Minutes(10),
+          "Longest any one Execute, Benchmark or Precompile may run (checked between steps); "
+          "0: no cap but the client's deadline");
+ABSL_FLAG(ByteCount, max_memory_bytes, ByteCount{0},
+          "Bytes all sessions together may hold (arrays, uploads in progress, run "
+          "intermediates, metadata); 0: 80% of the device's memory (cuda) or of the host's "
+          "(cpu)");
+ABSL_FLAG(int, max_arrays_per_session, 4096,
+          "Most arrays one session may hold (keeps ListArrays replies under 4 MiB)");
+ABSL_FLAG(int, max_benchmark_repeats, 100000, "Most timed repeats one Benchmark call may ask");
+ABSL_FLAG(int, max_session_compute_threads, 0,
+          "Most compute threads one session may use at once; 0: --compute_threads - 1 (at "
+          "least 1), so no session can hold every thread");
+ABSL_FLAG(bool, exit_on_device_error, true,
+          "After a sticky device error: NOT_SERVING, drain calls for at most --shutdown_grace, "
+          "then exit with status 3 so a supervisor restarts the process");
 ABSL_FLAG(int, metrics_port, 9464,
           "HTTP port serving Prometheus metrics at /metrics; 0: no metrics endpoint");
 ABSL_FLAG(std::string, metrics_address, "",
@@ -138,7 +160,16 @@ const std::vector<std::string> kEnvFlags = {
     "kernel_cache_max_bytes",
     "kernel_cache_preload",
     "precompile",
+    "max_request_duration",
+    "max_memory_bytes",
+    "max_arrays_per_session",
+    "max_benchmark_repeats",
+    "max_session_compute_threads",
+    "exit_on_device_error",
 };
+
+// Exit statuses (docs/server.md).
+constexpr int kExitDeviceError = 3;
 
 // The process's log: text at info until ConfigureLog applies the flags.
 // main passes it down to everything that logs.
@@ -217,7 +248,11 @@ int Precompile(const std::string& file, gpuflow::server::GraphRunner& runner) {
     *one.mutable_array_types() = request->array_types();
     gpuflow::v1::PrecompileResponse response;
     if (absl::Status s = runner.Precompile(one, &response); !s.ok()) {
-      Log(absl::StrCat("error: --precompile=", file, ": graph ", i, ": ", s.message()));
+      // The runner's message names the graph of `one` (always 0): name the
+      // file's.
+      absl::string_view message = s.message();
+      absl::ConsumePrefix(&message, "graph 0: ");
+      Log(absl::StrCat("error: --precompile=", file, ": graph ", i, ": ", message));
       return s.code() == absl::StatusCode::kInvalidArgument ||
                      s.code() == absl::StatusCode::kNotFound
                  ? 2
@@ -236,6 +271,37 @@ int Precompile(const std::string& file, gpuflow::server::GraphRunner& runner) {
   return 0;
 }
 
+// Why main stops serving: the first request wins. Thread-safe.
+class StopRequest {
+ public:
+  enum Reason { kNone, kSignal, kDeviceError };
+  void Request(Reason reason) {
+    absl::MutexLock lock(&mu_);
+    if (reason_ == kNone) reason_ = reason;
+  }
+  Reason Wait() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](Reason* r) { return *r != kNone; }, &reason_));
+    return reason_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  Reason reason_ ABSL_GUARDED_BY(mu_) = kNone;
+};
+
+// 80% of the device's memory (cuda) or of the host's physical memory (cpu):
+// the default of --max_memory_bytes.
+int64_t DefaultMaxMemoryBytes(const gpuflow::Backend& backend) {
+  const gpuflow::MemoryStats stats = backend.memory_stats();
+  int64_t total = stats.device_total_bytes.value_or(0);
+  if (total <= 0) {
+    total = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  }
+  return total / 5 * 4;
+}
+
 // Blocks SIGINT/SIGTERM in every thread (call before starting any), so that
 // WaitForShutdownSignal receives them.
 sigset_t BlockShutdownSignals() {
@@ -243,6 +309,7 @@ sigset_t BlockShutdownSignals() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);  // wakes the signal thread at exit
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
 }
@@ -282,6 +349,14 @@ int main(int argc, char** argv) {
     Log("error: the session defaults must be positive and within the maxima");
     return 2;
   }
+  session_options.max_arrays_per_session = std::max(1, absl::GetFlag(FLAGS_max_arrays_per_session));
+  session_options.max_total_bytes = absl::GetFlag(FLAGS_max_memory_bytes).bytes;
+  if (session_options.max_total_bytes <= 0) {
+    session_options.max_total_bytes = DefaultMaxMemoryBytes(**backend);
+  }
+  Log(absl::StrCat("memory: sessions may hold ",
+                   gpuflow::server::FormatByteCount(session_options.max_total_bytes),
+                   " in all (--max_memory_bytes)"));
   gpuflow::server::SessionRegistry registry(**backend, session_options);
 
   gpuflow::server::ServiceOptions service_options;
@@ -294,6 +369,8 @@ int main(int argc, char** argv) {
   // Room for the largest chunk or inline payload plus the message around it.
   service_options.max_message_bytes =
       std::max(service_options.max_chunk_bytes, service_options.max_inline_bytes) + (1 << 20);
+  service_options.max_request_duration = absl::GetFlag(FLAGS_max_request_duration);
+  service_options.max_benchmark_repeats = std::max(1, absl::GetFlag(FLAGS_max_benchmark_repeats));
   gpuflow::PlanCache plans(
       gpuflow::PlanOptions{.max_fused_ops = absl::GetFlag(FLAGS_max_fused_ops)},
       absl::GetFlag(FLAGS_plan_cache_entries));
@@ -301,12 +378,16 @@ int main(int argc, char** argv) {
       **backend, plans,
       {.max_graph_nodes = service_options.max_graph_nodes,
        .max_inline_bytes = service_options.max_inline_bytes,
+       .max_array_bytes = service_options.max_array_bytes,
+       .max_reply_bytes = service_options.max_message_bytes,
        .max_benchmark_duration = absl::GetFlag(FLAGS_max_benchmark_duration),
+       .max_benchmark_repeats = service_options.max_benchmark_repeats,
        .allow_raw_kernels = absl::GetFlag(FLAGS_allow_raw_kernels)});
   if (const std::string file = absl::GetFlag(FLAGS_precompile); !file.empty()) {
     if (int exit_code = Precompile(file, runner); exit_code != 0) return exit_code;
   }
-  gpuflow::server::ComputePool pool(absl::GetFlag(FLAGS_compute_threads));
+  gpuflow::server::ComputePool pool(absl::GetFlag(FLAGS_compute_threads),
+                                    absl::GetFlag(FLAGS_max_session_compute_threads));
   // Metrics and health watch the backend, the sessions and the plan cache.
   gpuflow::metrics::Registry metrics_registry;
   gpuflow::server::ServerMetrics metrics(metrics_registry);
@@ -315,9 +396,15 @@ int main(int argc, char** argv) {
                         .backend = std::string((*backend)->name()),
                         .device = (*backend)->device_description(),
                         .cuda = GPUFLOW_CUDA_VERSION});
+  // Why the server stops: a signal, or a sticky device error.
+  StopRequest stop;
   gpuflow::server::HealthMonitor health_monitor(
       **backend, {"", "gpuflow.v1.GpuFlow"},
-      {.interval = absl::GetFlag(FLAGS_health_check_interval), .log = &ServerLog()});
+      {.interval = absl::GetFlag(FLAGS_health_check_interval),
+       .log = &ServerLog(),
+       .on_unhealthy = [&stop] {
+         if (absl::GetFlag(FLAGS_exit_on_device_error)) stop.Request(StopRequest::kDeviceError);
+       }});
   std::unique_ptr<gpuflow::metrics::HttpExposer> metrics_exposer;
   if (const int metrics_port = absl::GetFlag(FLAGS_metrics_port); metrics_port != 0) {
     std::string metrics_address = absl::GetFlag(FLAGS_metrics_address);
@@ -371,15 +458,52 @@ int main(int argc, char** argv) {
     }
   });
 
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
-  Log(absl::StrCat("received ", strsignal(signal_number), ", shutting down"));
+  // Signals arrive on a thread of their own, so a device error can stop the
+  // server too.
+  std::thread signal_waiter([&signals, &stop] {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    if (signal_number == SIGUSR1) return;  // main is done: just wake up
+    Log(absl::StrCat("received ", strsignal(signal_number), ", shutting down"));
+    stop.Request(StopRequest::kSignal);
+  });
+  const StopRequest::Reason reason = stop.Wait();
+  if (reason == StopRequest::kDeviceError) {
+    Log(absl::StrCat("error: the ", (*backend)->name(),
+                     " backend has a sticky device error; draining for at most ",
+                     absl::FormatDuration(absl::GetFlag(FLAGS_shutdown_grace)),
+                     ", then exiting with status ", kExitDeviceError,
+                     " (--exit_on_device_error) so the process is restarted"));
+  }
+  const int exit_code = reason == StopRequest::kDeviceError ? kExitDeviceError : 0;
+  const absl::Duration grace = absl::GetFlag(FLAGS_shutdown_grace);
+  const absl::Time hard_deadline = absl::Now() + grace + absl::Seconds(1);
   health_monitor.Shutdown();  // NOT_SERVING for every service from now on.
   stopping.Notify();
-  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::GetFlag(FLAGS_shutdown_grace)));
+  // Calls in flight get the grace; then gRPC cancels them, and the compute
+  // work stops at its next step. Work that cannot stop in time (one long
+  // kernel or host loop) does not hold the process: past the grace plus 1 s
+  // it exits anyway, saying how many calls were cut.
+  std::thread shutdown([&] {
+    server->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+    registry.CloseAll();
+  });
+  absl::Notification shut_down;
+  std::thread watcher([&] {
+    shutdown.join();
+    shut_down.Notify();
+  });
+  if (!shut_down.WaitForNotificationWithTimeout(hard_deadline - absl::Now())) {
+    Log(absl::StrCat("error: ", pool.pending(),
+                     " call(s) still running past --shutdown_grace + 1s; exiting without them"));
+    std::fflush(nullptr);
+    std::_Exit(exit_code == 0 ? 1 : exit_code);
+  }
+  watcher.join();
   reaper.join();
-  registry.CloseAll();
   metrics_exposer.reset();
+  if (reason != StopRequest::kSignal) pthread_kill(signal_waiter.native_handle(), SIGUSR1);
+  signal_waiter.join();
   Log("stopped");
-  return 0;
+  return exit_code;
 }

@@ -4,6 +4,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "engine/ir/echo.h"
+#include "engine/ir/graph.h"
 
 namespace gpuflow::server {
 
@@ -29,8 +31,9 @@ absl::StatusOr<DType> DTypeFromProto(int proto_dtype) {
 v1::DType DTypeToProto(DType dtype) { return kProtoDTypes[static_cast<int>(dtype)]; }
 
 absl::StatusOr<Shape> ShapeFromProto(const google::protobuf::RepeatedField<int64_t>& dims) {
-  if (dims.size() > 64) {
-    return absl::InvalidArgumentError(absl::StrCat("rank ", dims.size(), " is over 64"));
+  if (dims.size() > kMaxRank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", dims.size(), " is over the most, ", kMaxRank));
   }
   return Shape::Create(absl::Span<const int64_t>(dims.data(), dims.size()));
 }
@@ -54,18 +57,7 @@ void DurationToProto(absl::Duration d, google::protobuf::Duration* out) {
 }
 
 absl::Status ValidateName(absl::string_view name, absl::string_view what) {
-  if (name.empty() || name.size() > 128) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " must have 1 to 128 characters (got ", name.size(), ")"));
-  }
-  for (char c : name) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != ':' &&
-        c != '-') {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " '", absl::CEscape(name), "' may only use [A-Za-z0-9_.:-]"));
-    }
-  }
-  return absl::OkStatus();
+  return CheckName(name, what);
 }
 
 }  // namespace gpuflow::server

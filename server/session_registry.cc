@@ -5,13 +5,48 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "engine/ir/echo.h"
 
 namespace gpuflow::server {
+
+// ---------------------------------------------------------------- budget
+
+absl::Status MemoryBudget::Take(int64_t bytes) {
+  if (limit_ <= 0) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  if (bytes > limit_ - used_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("server memory exhausted (--max_memory_bytes): ", bytes, " bytes requested, ",
+                     limit_ - used_, " of ", limit_, " bytes left"));
+  }
+  used_ += bytes;
+  return absl::OkStatus();
+}
+
+void MemoryBudget::Give(int64_t bytes) {
+  if (limit_ <= 0) return;
+  absl::MutexLock lock(&mu_);
+  used_ -= bytes;
+}
+
+int64_t MemoryBudget::used() const {
+  absl::MutexLock lock(&mu_);
+  return used_;
+}
+
+int64_t MetadataBytes(absl::string_view name, const Shape& shape) {
+  // The map node, the Array and its buffer's control block, about 256
+  // bytes, plus the name and the dimensions.
+  constexpr int64_t kPerArray = 256;
+  return kPerArray + static_cast<int64_t>(name.size()) +
+         static_cast<int64_t>(sizeof(int64_t)) * shape.rank();
+}
 
 // ---------------------------------------------------------------- reservation
 
@@ -41,51 +76,154 @@ void MemoryReservation::Release() {
 // ---------------------------------------------------------------- session
 
 Session::Session(std::string id, std::string label, int64_t memory_limit_bytes,
-                 absl::Duration idle_ttl, std::unique_ptr<Stream> stream, absl::Time now)
+                 absl::Duration idle_ttl, std::unique_ptr<Stream> stream, absl::Time now,
+                 MemoryBudget* budget, int max_arrays)
     : id_(std::move(id)),
       label_(std::move(label)),
       memory_limit_bytes_(memory_limit_bytes),
       idle_ttl_(idle_ttl),
       stream_(std::move(stream)),
+      budget_(budget),
+      max_arrays_(max_arrays),
       last_used_(now) {}
 
-absl::StatusOr<MemoryReservation> Session::Reserve(int64_t bytes) {
+absl::Status Session::TakeLocked(int64_t bytes) {
   if (bytes < 0) return absl::InvalidArgumentError("negative reservation");
-  absl::MutexLock lock(&mu_);
   if (closed_) return absl::NotFoundError(absl::StrCat("session ", id_, " is closed"));
-  if (bytes > memory_limit_bytes_ - used_bytes_) {
-    return absl::ResourceExhaustedError(absl::StrCat("session memory quota exceeded: ", bytes,
-                                                     " bytes requested, ", used_bytes_, " of ",
-                                                     memory_limit_bytes_, " bytes in use"));
+  const int64_t in_use = used_bytes_ + metadata_bytes_;
+  if (bytes > memory_limit_bytes_ - in_use) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "session memory quota exceeded: ", bytes, " bytes requested, ",
+        memory_limit_bytes_ - in_use, " of ", memory_limit_bytes_, " bytes left (", used_bytes_,
+        " in arrays, transfers and runs, ", metadata_bytes_, " in array metadata)"));
+  }
+  if (budget_ != nullptr) {
+    if (absl::Status s = budget_->Take(bytes); !s.ok()) return s;
   }
   used_bytes_ += bytes;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MemoryReservation> Session::Reserve(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = TakeLocked(bytes); !s.ok()) return s;
   return MemoryReservation(shared_from_this(), bytes);
 }
+
+absl::Status Session::Charge(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  return TakeLocked(bytes);
+}
+
+void Session::Uncharge(int64_t bytes) { ReleaseReservation(bytes); }
 
 void Session::ReleaseReservation(int64_t bytes) {
   absl::MutexLock lock(&mu_);
   used_bytes_ -= bytes;
+  if (budget_ != nullptr) budget_->Give(bytes);
+}
+
+// ---------------------------------------------------------------- close hooks
+
+Session::CloseHook::CloseHook(CloseHook&& other) noexcept
+    : session_(other.session_), key_(other.key_) {
+  other.session_ = nullptr;
+}
+
+Session::CloseHook& Session::CloseHook::operator=(CloseHook&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    session_ = other.session_;
+    key_ = other.key_;
+    other.session_ = nullptr;
+  }
+  return *this;
+}
+
+Session::CloseHook::~CloseHook() { Reset(); }
+
+void Session::CloseHook::Reset() {
+  if (session_ == nullptr) return;
+  Session& s = *session_;
+  session_ = nullptr;
+  absl::MutexLock lock(&s.hooks_mu_);
+  s.hooks_.erase(key_);
+  // A hook being run right now must finish before its owner goes away
+  // (unless the hook itself is what destroys its owner).
+  struct Running {
+    Session* session;
+    uint64_t key;
+    bool Done() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return session->running_hook_ != key ||
+             session->running_thread_ == std::this_thread::get_id();
+    }
+  } running{&s, key_};
+  s.hooks_mu_.Await(absl::Condition(&running, &Running::Done));
+}
+
+Session::CloseHook Session::OnClose(std::function<void()> hook) {
+  {
+    absl::MutexLock lock(&hooks_mu_);
+    if (!hooks_ran_) {
+      const uint64_t key = next_hook_++;
+      hooks_.emplace(key, std::move(hook));
+      return CloseHook(this, key);
+    }
+  }
+  hook();  // Already closed.
+  return CloseHook();
+}
+
+void Session::RunCloseHooks() {
+  absl::MutexLock lock(&hooks_mu_);
+  hooks_ran_ = true;
+  while (!hooks_.empty()) {
+    auto it = hooks_.begin();
+    const uint64_t key = it->first;
+    std::function<void()> hook = std::move(it->second);
+    hooks_.erase(it);
+    running_hook_ = key;
+    running_thread_ = std::this_thread::get_id();
+    hooks_mu_.Unlock();
+    hook();
+    hooks_mu_.Lock();
+    running_hook_ = 0;
+    running_thread_ = std::thread::id();
+  }
 }
 
 absl::Status Session::PutArray(const std::string& name, Array array,
                                MemoryReservation reservation) {
-  if (reservation.session_.get() != this || reservation.bytes_ < array.num_bytes()) {
+  const int64_t bytes = array.num_bytes();
+  const int64_t metadata = MetadataBytes(name, array.shape);
+  if (reservation.session_.get() != this || reservation.bytes_ < bytes + metadata) {
     return absl::InternalError("PutArray: reservation does not cover the array");
   }
   // Any surplus of the reservation is given back when `reservation` dies.
-  const int64_t bytes = array.num_bytes();
   Array replaced;  // Destroyed after the lock is released.
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::NotFoundError(absl::StrCat("session ", id_, " is closed"));
-    auto [it, inserted] = arrays_.try_emplace(name);
-    if (!inserted) {
+    auto it = arrays_.find(name);
+    if (it == arrays_.end() && static_cast<int>(arrays_.size()) >= max_arrays_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "session holds ", arrays_.size(), " arrays, the most a session may hold; delete some"));
+    }
+    if (it == arrays_.end()) {
+      it = arrays_.try_emplace(name).first;
+    } else {
       used_bytes_ -= it->second.num_bytes();
+      metadata_bytes_ -= MetadataBytes(name, it->second.shape);
+      if (budget_ != nullptr) {
+        budget_->Give(it->second.num_bytes() + MetadataBytes(name, it->second.shape));
+      }
       replaced = std::move(it->second);
     }
     it->second = std::move(array);
-    // The reservation's bytes now belong to the array.
-    reservation.bytes_ -= bytes;
+    // The reservation's bytes now belong to the array and its metadata.
+    used_bytes_ -= metadata;
+    metadata_bytes_ += metadata;
+    reservation.bytes_ -= bytes + metadata;
   }
   return absl::OkStatus();
 }
@@ -94,7 +232,7 @@ absl::StatusOr<Array> Session::GetArray(const std::string& name) const {
   absl::MutexLock lock(&mu_);
   auto it = arrays_.find(name);
   if (it == arrays_.end()) {
-    return absl::NotFoundError(absl::StrCat("no array named '", name, "' in session ", id_));
+    return absl::NotFoundError(absl::StrCat("no array named ", Echo(name), " in session ", id_));
   }
   return it->second;
 }
@@ -105,11 +243,14 @@ absl::StatusOr<int64_t> Session::DeleteArray(const std::string& name) {
     absl::MutexLock lock(&mu_);
     auto it = arrays_.find(name);
     if (it == arrays_.end()) {
-      return absl::NotFoundError(absl::StrCat("no array named '", name, "' in session ", id_));
+      return absl::NotFoundError(absl::StrCat("no array named ", Echo(name), " in session ", id_));
     }
     removed = std::move(it->second);
     arrays_.erase(it);
+    const int64_t metadata = MetadataBytes(name, removed.shape);
     used_bytes_ -= removed.num_bytes();
+    metadata_bytes_ -= metadata;
+    if (budget_ != nullptr) budget_->Give(removed.num_bytes() + metadata);
   }
   return removed.num_bytes();
 }
@@ -125,6 +266,11 @@ std::vector<ArrayEntry> Session::ListArrays() const {
 int64_t Session::memory_used_bytes() const {
   absl::MutexLock lock(&mu_);
   return used_bytes_;
+}
+
+int64_t Session::metadata_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return metadata_bytes_;
 }
 
 int Session::num_arrays() const {
@@ -146,7 +292,12 @@ int64_t Session::CloseAndFree() {
     arrays.swap(arrays_);
     for (const auto& [name, array] : arrays) freed += array.num_bytes();
     used_bytes_ -= freed;
+    if (budget_ != nullptr) budget_->Give(freed + metadata_bytes_);
+    metadata_bytes_ = 0;
   }
+  // Transfers and runs in progress cancel themselves and give back what
+  // they hold.
+  RunCloseHooks();
   return freed;  // `arrays` and their buffers go here, outside the lock.
 }
 
@@ -163,10 +314,12 @@ absl::Time Session::last_used() const {
 // ---------------------------------------------------------------- registry
 
 SessionRegistry::SessionRegistry(Backend& backend, SessionRegistryOptions options)
-    : backend_(backend), options_([&] {
+    : backend_(backend),
+      options_([&] {
         if (!options.clock) options.clock = [] { return absl::Now(); };
         return std::move(options);
-      }()) {}
+      }()),
+      budget_(options_.max_total_bytes) {}
 
 absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOptions& options) {
   if (options.label.size() > 128) {
@@ -198,8 +351,8 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOp
         absl::StrCat("too many sessions: ", options_.max_sessions, " are open (--max_sessions)"));
   }
   std::string id = NewSessionId();
-  auto session =
-      std::make_shared<Session>(id, options.label, limit, ttl, std::move(*stream), Now());
+  auto session = std::make_shared<Session>(id, options.label, limit, ttl, std::move(*stream), Now(),
+                                           &budget_, options_.max_arrays_per_session);
   sessions_.emplace(std::move(id), session);
   return session;
 }
@@ -225,7 +378,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Get(const std::string&
     }
   }
   if (session == nullptr) {
-    return absl::NotFoundError(absl::StrCat("unknown or expired session '", id, "'"));
+    return absl::NotFoundError(absl::StrCat("unknown or expired session ", Echo(id)));
   }
   session->Touch(now);
   return session;
@@ -237,7 +390,7 @@ absl::StatusOr<int64_t> SessionRegistry::Close(const std::string& id) {
     absl::MutexLock lock(&mu_);
     auto it = sessions_.find(id);
     if (it == sessions_.end()) {
-      return absl::NotFoundError(absl::StrCat("unknown or expired session '", id, "'"));
+      return absl::NotFoundError(absl::StrCat("unknown or expired session ", Echo(id)));
     }
     session = std::move(it->second);
     sessions_.erase(it);

@@ -26,6 +26,6 @@
 #define GPUFLOW_CLIENT_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
   auto statusor = (expr);                                          \
   if (!statusor.ok()) return std::move(statusor).status();         \
-  lhs = std::move(statusor).value()
+  lhs = *std::move(statusor)
 
 #endif  // GPUFLOW_CLIENTS_CPP_STATUS_MACROS_INTERNAL_H_

@@ -66,6 +66,11 @@ absl::StatusOr<RunResult> CpuBackend::Run(const ValidatedGraph& graph, const Pla
                                           const RunOptions& options) {
   const int num_steps = static_cast<int>(plan.steps.size());
   std::vector<std::shared_ptr<CpuBuffer>> values(graph.nodes.size());
+  // Intermediates (every node but the outputs) are charged to the run's
+  // control while they live; outputs are the caller's to account for.
+  std::vector<RunCharge> charges(graph.nodes.size());
+  std::vector<bool> is_output(graph.nodes.size(), false);
+  for (int o : plan.output_nodes) is_output[o] = true;
   // free_after[s]: nodes whose value nobody reads after step s.
   std::vector<std::vector<int>> free_after(num_steps);
   for (int node = 0; node < static_cast<int>(graph.nodes.size()); ++node) {
@@ -93,6 +98,9 @@ absl::StatusOr<RunResult> CpuBackend::Run(const ValidatedGraph& graph, const Pla
   const HostKernelOptions kernel_options;
   std::vector<HostConstView> inputs;
   for (int s = 0; s < num_steps; ++s) {
+    if (options.control != nullptr) {
+      if (absl::Status st = options.control->CheckContinue(); !st.ok()) return st;
+    }
     const Step& step = plan.steps[s];
     const absl::Time start = absl::Now();
     for (int n : step.nodes) {
@@ -100,6 +108,15 @@ absl::StatusOr<RunResult> CpuBackend::Run(const ValidatedGraph& graph, const Pla
       const ValueType& out_type = node.type.output;
       absl::StatusOr<int64_t> bytes = ByteSize(out_type.shape, out_type.dtype);
       if (!bytes.ok()) return bytes.status();
+      if (!is_output[n]) {
+        absl::StatusOr<RunCharge> charge = RunCharge::Take(options.control, *bytes);
+        if (!charge.ok()) {
+          return absl::Status(charge.status().code(),
+                              absl::StrCat("step ", s, " (", step.description,
+                                           "): intermediate: ", charge.status().message()));
+        }
+        charges[n] = *std::move(charge);
+      }
       absl::StatusOr<std::unique_ptr<CpuBuffer>> buffer = CpuBuffer::Create(*bytes);
       if (!buffer.ok()) return buffer.status();
       values[n] = std::move(*buffer);
@@ -121,7 +138,10 @@ absl::StatusOr<RunResult> CpuBackend::Run(const ValidatedGraph& graph, const Pla
       timing.host_seconds = absl::ToDoubleSeconds(absl::Now() - start);
       result.steps.push_back(std::move(timing));
     }
-    for (int n : free_after[s]) values[n].reset();
+    for (int n : free_after[s]) {
+      values[n].reset();
+      charges[n].Reset();
+    }
   }
   for (int o : plan.output_nodes) {
     const ValueType& type = graph.nodes[o].type.output;

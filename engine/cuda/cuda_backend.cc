@@ -98,11 +98,32 @@ class CudaBuffer final : public DeviceBuffer {
   }
   int64_t size() const override { return size_; }
   void* data() const { return ptr_; }
+  // Bytes of a run's budget this buffer holds; given back after it is freed.
+  void set_charge(RunCharge charge) { charge_ = std::move(charge); }
 
  private:
   void* ptr_;
   int64_t size_;
   std::shared_ptr<StreamHandle> owner_;
+  RunCharge charge_;
+};
+
+// The control of the Run executing on this thread (null outside Run). Every
+// buffer AllocateOn makes while it is set, but a run's outputs, is charged
+// to it: scratch buffers are allocated deep in the step runners, and this
+// spares threading the control through each of them. Run sets and clears it
+// (RunControlScope); Run never hands its work to another thread.
+thread_local RunControl* t_run_control = nullptr;
+
+class RunControlScope {
+ public:
+  explicit RunControlScope(RunControl* control) : saved_(t_run_control) { t_run_control = control; }
+  ~RunControlScope() { t_run_control = saved_; }
+  RunControlScope(const RunControlScope&) = delete;
+  RunControlScope& operator=(const RunControlScope&) = delete;
+
+ private:
+  RunControl* const saved_;
 };
 
 struct LoadedKernel {
@@ -439,8 +460,17 @@ class CudaBackend final : public Backend {
     return CudaStatus(error, call, __FILE__, __LINE__);
   }
 
-  absl::StatusOr<std::unique_ptr<CudaBuffer>> AllocateOn(int64_t bytes, CudaStream& stream) {
+  // Inside Run, the buffer is charged to the run's control unless
+  // `charged` is false (the run's outputs).
+  absl::StatusOr<std::unique_ptr<CudaBuffer>> AllocateOn(int64_t bytes, CudaStream& stream,
+                                                         bool charged = true) {
     if (bytes < 0) return absl::InvalidArgumentError("negative allocation size");
+    RunCharge charge;
+    if (charged) {
+      absl::StatusOr<RunCharge> taken = RunCharge::Take(t_run_control, bytes);
+      if (!taken.ok()) return taken.status();
+      charge = *std::move(taken);
+    }
     GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
     void* ptr = nullptr;
     if (bytes > 0) {
@@ -457,7 +487,9 @@ class CudaBackend final : public Backend {
       }
       if (absl::Status s = Check(e, "cudaMallocFromPoolAsync"); !s.ok()) return s;
     }
-    return std::make_unique<CudaBuffer>(ptr, bytes, stream.handle());
+    auto buffer = std::make_unique<CudaBuffer>(ptr, bytes, stream.handle());
+    buffer->set_charge(std::move(charge));
+    return buffer;
   }
 
   // Compiles (or finds) the kernel `name` of `source`; `extra_options` are
@@ -1315,8 +1347,11 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
                                            const RunOptions& options) {
   GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
   auto& stream = static_cast<CudaStream&>(base_stream);
+  const RunControlScope control_scope(options.control);
   RunResult result;
   const int num_steps = static_cast<int>(plan.steps.size());
+  std::vector<bool> is_output(graph.nodes.size(), false);
+  for (int o : plan.output_nodes) is_output[o] = true;
   // A plan seen for the first time compiles all its kernels side by side
   // first (a plan already compiled finds them in memory as it runs).
   const std::shared_ptr<PlanCode> code = CodeFor(plan);
@@ -1376,6 +1411,9 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
 
   GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventRecord(start_event, stream.get()));
   for (int s = 0; s < num_steps; ++s) {
+    if (options.control != nullptr) {
+      if (absl::Status st = options.control->CheckContinue(); !st.ok()) return st;
+    }
     const Step& step = plan.steps[s];
     const absl::Time step_start = absl::Now();
     cudaEvent_t step_begin = nullptr;
@@ -1388,8 +1426,13 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
     const ValidatedNode& root = graph.nodes[step.root];
     absl::StatusOr<int64_t> root_bytes = ByteSize(root.type.output.shape, root.type.output.dtype);
     if (!root_bytes.ok()) return root_bytes.status();
-    absl::StatusOr<std::unique_ptr<CudaBuffer>> root_buffer = AllocateOn(*root_bytes, stream);
-    if (!root_buffer.ok()) return root_buffer.status();
+    absl::StatusOr<std::unique_ptr<CudaBuffer>> root_buffer =
+        AllocateOn(*root_bytes, stream, /*charged=*/!is_output[step.root]);
+    if (!root_buffer.ok()) {
+      return absl::Status(
+          root_buffer.status().code(),
+          absl::StrCat("step ", s, " (", step.description, "): ", root_buffer.status().message()));
+    }
     values[step.root] = *std::move(root_buffer);
     StepCode* const step_code = &code->steps[s];
     void* const out = values[step.root]->data();

@@ -118,9 +118,10 @@ absl::StatusOr<std::unique_ptr<HttpExposer>> HttpExposer::Start(
 
   auto exposer = std::unique_ptr<HttpExposer>(new HttpExposer(std::move(collectables)));
   const std::string threads = absl::StrCat(options.threads < 1 ? 1 : options.threads);
-  const char* configuration[] = {
-      "listening_ports",    listening.c_str(), "num_threads", threads.c_str(),
-      "request_timeout_ms", "10000",           nullptr};
+  const char* configuration[] = {"listening_ports", listening.c_str(), "num_threads",
+                                 threads.c_str(),
+                                 // An idle connection is dropped after 5 s.
+                                 "request_timeout_ms", "5000", nullptr};
   mg_callbacks callbacks;
   std::memset(&callbacks, 0, sizeof(callbacks));
   callbacks.log_message = QuietLog;

@@ -34,8 +34,11 @@ struct HttpExposerOptions {
   std::string address = "localhost";
   // 0 picks a free port (see HttpExposer::port).
   int port = 9464;
-  // civetweb worker threads (concurrent scrapes).
-  int threads = 2;
+  // civetweb worker threads. An open connection holds one until it sends a
+  // request or request_timeout passes, so there must be more threads than
+  // idle connections a scraper, probe or port scanner may leave open:
+  // with 32, scrapes are served while 16 (or more) sit idle.
+  int threads = 32;
 };
 
 class HttpExposer {

@@ -123,7 +123,7 @@ TEST(ValidateNameTest, AcceptsTheAllowedAlphabet) {
 TEST(ValidateNameTest, RejectsEmptyAndTooLongNames) {
   EXPECT_THAT(ValidateName("", "array name"),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("array name must have 1 to 128 characters (got 0)")));
+                       HasSubstr("array name must have 1 to 128 characters, got 0")));
   EXPECT_THAT(ValidateName(std::string(129, 'a'), "session label"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("session label")));
 }

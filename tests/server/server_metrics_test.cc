@@ -144,7 +144,8 @@ TEST_F(ServerMetricsTest, CollectorsReadTheBackendSessionsAndPlanCache) {
 
   absl::StatusOr<std::shared_ptr<Session>> session = sessions.Create({.label = "t"});
   ASSERT_THAT(session, IsOk());
-  absl::StatusOr<MemoryReservation> reservation = (*session)->Reserve(64);
+  absl::StatusOr<MemoryReservation> reservation =
+      (*session)->Reserve(Session::StoredBytes("x", *Shape::Create({64}), 64));
   ASSERT_THAT(reservation, IsOk());
   Array array;
   array.dtype = DType::kUInt8;

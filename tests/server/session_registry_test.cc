@@ -95,9 +95,11 @@ class SessionRegistryTest : public ::testing::Test {
   // Reserves and publishes a uint8 array of `bytes` bytes.
   absl::Status Put(Session& session, const std::string& name, int64_t bytes,
                    unsigned char fill = 0) {
-    absl::StatusOr<MemoryReservation> reservation = session.Reserve(bytes);
+    Array array = MakeArray(bytes, fill);
+    absl::StatusOr<MemoryReservation> reservation =
+        session.Reserve(Session::StoredBytes(name, array.shape, bytes));
     if (!reservation.ok()) return reservation.status();
-    return session.PutArray(name, MakeArray(bytes, fill), *std::move(reservation));
+    return session.PutArray(name, std::move(array), *std::move(reservation));
   }
 
   FakeClock clock_;
@@ -207,7 +209,8 @@ TEST_F(SessionRegistryTest, CloseFreesArraysAndReturnsTheirBytes) {
 
 TEST_F(SessionRegistryTest, ClosedSessionRefusesReserveAndPutArray) {
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
-  ASSERT_OK_AND_ASSIGN(MemoryReservation early, session->Reserve(10));
+  ASSERT_OK_AND_ASSIGN(MemoryReservation early,
+                       session->Reserve(Session::StoredBytes("x", *Shape::Create({10}), 10)));
   ASSERT_THAT(registry_->Close(session->id()), IsOk());
 
   EXPECT_THAT(session->Reserve(1), StatusIs(absl::StatusCode::kNotFound, HasSubstr("closed")));
@@ -318,7 +321,7 @@ TEST_F(SessionRegistryTest, ReserveBeyondQuotaIsResourceExhaustedWithSizes) {
   EXPECT_EQ(session->memory_used_bytes(), 600);
   EXPECT_THAT(session->Reserve(401),
               StatusIs(absl::StatusCode::kResourceExhausted,
-                       HasSubstr("401 bytes requested, 600 of 1000 bytes in use")));
+                       HasSubstr("401 bytes requested, 400 of 1000 bytes left")));
   EXPECT_EQ(session->memory_used_bytes(), 600);
   EXPECT_THAT(session->Reserve(400), IsOk());  // Exactly fills the quota, then gives it back.
   EXPECT_EQ(session->memory_used_bytes(), 600);
@@ -372,11 +375,14 @@ TEST_F(SessionRegistryTest, PutArrayRejectsAReservationThatDoesNotCoverTheArray)
 }
 
 TEST_F(SessionRegistryTest, PutArrayOverwriteReturnsTheOldBytesToTheQuota) {
-  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  // Room for 1000 data bytes and two arrays' metadata ("x" and "y", 1-d).
+  const int64_t m = MetadataBytes("x", *Shape::Create({1}));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session,
+                       registry_->Create({.label = "", .memory_limit_bytes = 1000 + 2 * m}));
   ASSERT_THAT(Put(*session, "x", 400, /*fill=*/1), IsOk());
   ASSERT_OK_AND_ASSIGN(Array old_reader, session->GetArray("x"));
   // Old and new must fit together while the new one is being written.
-  EXPECT_THAT(session->Reserve(601), StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(session->Reserve(601 + m), StatusIs(absl::StatusCode::kResourceExhausted));
   ASSERT_THAT(Put(*session, "x", 600, /*fill=*/2), IsOk());
   EXPECT_EQ(session->memory_used_bytes(), 600);
   EXPECT_EQ(session->num_arrays(), 1);
@@ -392,11 +398,13 @@ TEST_F(SessionRegistryTest, PutArrayOverwriteReturnsTheOldBytesToTheQuota) {
 }
 
 TEST_F(SessionRegistryTest, DeleteArrayFreesItsBytes) {
-  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session,
+                       registry_->Create({.label = "", .memory_limit_bytes = kMaxLimit}));
   ASSERT_THAT(Put(*session, "x", 300), IsOk());
   ASSERT_THAT(Put(*session, "y", 200), IsOk());
   EXPECT_THAT(session->DeleteArray("x"), IsOkAndHolds(300));
   EXPECT_EQ(session->memory_used_bytes(), 200);
+  EXPECT_EQ(session->metadata_bytes(), MetadataBytes("y", *Shape::Create({200})));
   EXPECT_EQ(session->num_arrays(), 1);
   EXPECT_THAT(session->GetArray("x"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("no array named 'x'")));
@@ -405,7 +413,8 @@ TEST_F(SessionRegistryTest, DeleteArrayFreesItsBytes) {
 }
 
 TEST_F(SessionRegistryTest, ListArraysIsSortedByName) {
-  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session,
+                       registry_->Create({.label = "", .memory_limit_bytes = kMaxLimit}));
   for (const char* name : {"zeta", "alpha", "Beta", "alpha.2", "10", "9"}) {
     ASSERT_THAT(Put(*session, name, 1), IsOk());
   }
@@ -414,12 +423,91 @@ TEST_F(SessionRegistryTest, ListArraysIsSortedByName) {
   EXPECT_THAT(names, ElementsAre("10", "9", "Beta", "alpha", "alpha.2", "zeta"));
 }
 
-TEST_F(SessionRegistryTest, EmptyArraysTakeNoQuota) {
+TEST_F(SessionRegistryTest, EmptyArraysTakeOnlyTheirMetadata) {
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
-  ASSERT_OK_AND_ASSIGN(MemoryReservation r, session->Reserve(0));
+  const int64_t m = MetadataBytes("empty", *Shape::Create({0}));
+  ASSERT_OK_AND_ASSIGN(MemoryReservation r, session->Reserve(m));
   ASSERT_THAT(session->PutArray("empty", MakeArray(0), std::move(r)), IsOk());
   EXPECT_EQ(session->memory_used_bytes(), 0);
+  EXPECT_EQ(session->metadata_bytes(), m);
   EXPECT_EQ(session->num_arrays(), 1);
+}
+
+// Regression: 100 arrays of rank 500,001 took 462 MiB while the quota showed
+// 101 bytes. Names and shapes now count.
+TEST_F(SessionRegistryTest, MetadataCountsAgainstTheQuota) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  int stored = 0;
+  while (Put(*session, absl::StrCat("a", stored), 0).ok()) ++stored;
+  // 1000 bytes hold only a few arrays, however small.
+  EXPECT_GE(stored, 2);
+  EXPECT_LE(stored, 1000 / 256);
+  EXPECT_THAT(Put(*session, "one_more", 0),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("in array metadata")));
+  EXPECT_LE(session->memory_used_bytes() + session->metadata_bytes(), 1000);
+  for (int i = 0; i < stored; ++i) ASSERT_THAT(session->DeleteArray(absl::StrCat("a", i)), IsOk());
+  EXPECT_EQ(session->metadata_bytes(), 0);
+}
+
+TEST_F(SessionRegistryTest, ASessionHoldsAtMostMaxArrays) {
+  SessionRegistryOptions options = registry_->options();
+  options.max_arrays_per_session = 3;
+  SessionRegistry registry(*backend_, options);
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session,
+                       registry.Create({.label = "", .memory_limit_bytes = kMaxLimit}));
+  for (int i = 0; i < 3; ++i) ASSERT_THAT(Put(*session, absl::StrCat("a", i), 1), IsOk());
+  EXPECT_THAT(Put(*session, "a3", 1),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("3 arrays")));
+  // Replacing one is fine, and the refused one gave its reservation back.
+  EXPECT_THAT(Put(*session, "a0", 2), IsOk());
+  EXPECT_EQ(session->memory_used_bytes(), 4);
+}
+
+TEST_F(SessionRegistryTest, EverySessionDrawsFromTheServerWideBudget) {
+  SessionRegistryOptions options = registry_->options();
+  options.max_total_bytes = 1500;
+  SessionRegistry registry(*backend_, options);
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> a, registry.Create({}));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> b, registry.Create({}));
+  ASSERT_OK_AND_ASSIGN(MemoryReservation ra, a->Reserve(900));
+  // b's own quota (1000) would hold it, the server's budget does not.
+  EXPECT_THAT(b->Reserve(700), StatusIs(absl::StatusCode::kResourceExhausted,
+                                        HasSubstr("700 bytes requested, 600 of 1500 bytes left")));
+  EXPECT_THAT(b->Charge(600), IsOk());
+  EXPECT_EQ(registry.budget().used(), 1500);
+  b->Uncharge(600);
+  ra = MemoryReservation();
+  EXPECT_EQ(registry.budget().used(), 0);
+  // Arrays and their metadata come back to the budget when the session closes.
+  ASSERT_THAT(Put(*a, "x", 100), IsOk());
+  EXPECT_GT(registry.budget().used(), 100);
+  ASSERT_THAT(registry.Close(a->id()), IsOk());
+  EXPECT_EQ(registry.budget().used(), 0);
+}
+
+TEST_F(SessionRegistryTest, CloseRunsTheCloseHooksOnce) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  int ran = 0;
+  int removed = 0;
+  Session::CloseHook hook = session->OnClose([&] { ++ran; });
+  {
+    Session::CloseHook gone = session->OnClose([&] { ++removed; });
+  }  // unregistered: never runs
+  ASSERT_THAT(registry_->Close(session->id()), IsOk());
+  EXPECT_EQ(ran, 1);
+  EXPECT_EQ(removed, 0);
+  // A hook registered after the close runs at once.
+  Session::CloseHook late = session->OnClose([&] { ++ran; });
+  EXPECT_EQ(ran, 2);
+}
+
+TEST_F(SessionRegistryTest, ExpiryRunsTheCloseHooks) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  bool cancelled = false;
+  Session::CloseHook hook = session->OnClose([&] { cancelled = true; });
+  clock_.Advance(kDefaultTtl + absl::Seconds(1));
+  EXPECT_EQ(registry_->ExpireIdle(), 1);
+  EXPECT_TRUE(cancelled);
 }
 
 TEST_F(SessionRegistryTest, ConcurrentReservationsNeverExceedTheQuota) {
