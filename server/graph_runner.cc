@@ -24,6 +24,38 @@ namespace {
 
 double SecondsSince(absl::Time start) { return absl::ToDoubleSeconds(absl::Now() - start); }
 
+// Bytes of a protobuf varint holding `v`.
+int64_t VarintBytes(uint64_t v) {
+  int64_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+// A length-delimited field of `payload` bytes, with its tag.
+int64_t FieldBytes(int64_t payload) {
+  return 1 + VarintBytes(static_cast<uint64_t>(payload)) + payload;
+}
+// A packed repeated int64 field (a shape).
+int64_t DimsFieldBytes(const Shape& shape) {
+  int64_t payload = 0;
+  for (int64_t d : shape.dims()) payload += VarintBytes(static_cast<uint64_t>(d));
+  return payload == 0 ? 0 : FieldBytes(payload);
+}
+// What one OutputResult adds to an ExecuteResponse, as protobuf encodes it
+// (an upper bound: every scalar field counted as present).
+int64_t OutputReplyBytes(const v1::OutputSpec& spec, const ValueType& type, int64_t bytes) {
+  const int64_t dims = DimsFieldBytes(type.shape);
+  const int64_t elements = type.shape.num_elements();
+  const int64_t info = FieldBytes(static_cast<int64_t>(spec.store_as().size())) + 3 + dims + 1 +
+                       VarintBytes(static_cast<uint64_t>(elements)) + 1 +
+                       VarintBytes(static_cast<uint64_t>(bytes));
+  int64_t result = FieldBytes(static_cast<int64_t>(spec.node().size())) + FieldBytes(info);
+  if (spec.return_inline()) result += FieldBytes(3 + dims + FieldBytes(bytes));
+  return FieldBytes(result);
+}
+
 // Array lookup that also keeps what it found, so the run uses exactly the
 // arrays validation saw even if the session replaces them meanwhile.
 class ArraySnapshot {
@@ -178,10 +210,7 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
           absl::StrCat("output ", Echo(spec.node()), " stored as ", Echo(spec.store_as()), " has ",
                        *bytes, " bytes, over --max_array_bytes (", limits_.max_array_bytes, ")"));
     }
-    // OutputResult: node id, name, ArrayInfo (dims as varints), and the value.
-    const int64_t dims_bytes = 11 * static_cast<int64_t>(type.shape.rank());
-    reply_bytes += 48 + static_cast<int64_t>(spec.node().size() + spec.store_as().size()) +
-                   dims_bytes + (spec.return_inline() ? 24 + dims_bytes + *bytes : 0);
+    reply_bytes += OutputReplyBytes(spec, type, *bytes);
     if (reply_bytes > limits_.max_reply_bytes) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "the reply would exceed the server's message limit of ", limits_.max_reply_bytes,

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -60,7 +61,8 @@ class CpuBackend final : public Backend {
 };
 
 // Runs the plan step by step, each step node by node. A node's buffer is
-// freed after the last step that reads it, so peak memory follows the plan.
+// freed as soon as the last node reading it has run, so peak memory follows
+// the graph, not the size of its fused steps.
 absl::StatusOr<RunResult> CpuBackend::Run(const ValidatedGraph& graph, const Plan& plan,
                                           absl::Span<const Array> arrays, Stream& /*stream*/,
                                           const RunOptions& options) {
@@ -71,12 +73,27 @@ absl::StatusOr<RunResult> CpuBackend::Run(const ValidatedGraph& graph, const Pla
   std::vector<RunCharge> charges(graph.nodes.size());
   std::vector<bool> is_output(graph.nodes.size(), false);
   for (int o : plan.output_nodes) is_output[o] = true;
-  // free_after[s]: nodes whose value nobody reads after step s.
-  std::vector<std::vector<int>> free_after(num_steps);
+  // Nodes run in plan order, node by node. free_after[p]: the nodes whose
+  // value nobody reads after the p-th node run (each intermediate goes as
+  // soon as its last reader has run, even inside a fused step).
+  std::vector<int> position(graph.nodes.size(), -1);
+  int num_runs = 0;
+  for (const Step& step : plan.steps) {
+    for (int n : step.nodes) position[n] = num_runs++;
+  }
+  std::vector<int> last_read(position);
+  for (const Step& step : plan.steps) {
+    for (int n : step.nodes) {
+      for (const ValueRef& ref : graph.nodes[n].inputs) {
+        if (ref.kind == ValueRef::Kind::kNode) {
+          last_read[ref.index] = std::max(last_read[ref.index], position[n]);
+        }
+      }
+    }
+  }
+  std::vector<std::vector<int>> free_after(num_runs);
   for (int node = 0; node < static_cast<int>(graph.nodes.size()); ++node) {
-    const int last =
-        plan.last_use_step[node] >= 0 ? plan.last_use_step[node] : plan.node_step[node];
-    if (last >= 0 && last < num_steps) free_after[last].push_back(node);
+    if (position[node] >= 0 && !is_output[node]) free_after[last_read[node]].push_back(node);
   }
   auto input_view = [&](const ValueRef& ref, const ValueType& type) {
     HostConstView view{type.dtype, type.shape, nullptr};
@@ -129,6 +146,10 @@ absl::StatusOr<RunResult> CpuBackend::Run(const ValidatedGraph& graph, const Pla
       if (absl::Status status = RunNodeOnHost(node, inputs, out, kernel_options); !status.ok()) {
         return status;
       }
+      for (int done : free_after[position[n]]) {
+        values[done].reset();
+        charges[done].Reset();
+      }
     }
     if (options.profile) {
       StepTiming timing;
@@ -137,10 +158,6 @@ absl::StatusOr<RunResult> CpuBackend::Run(const ValidatedGraph& graph, const Pla
       timing.description = step.description;
       timing.host_seconds = absl::ToDoubleSeconds(absl::Now() - start);
       result.steps.push_back(std::move(timing));
-    }
-    for (int n : free_after[s]) {
-      values[n].reset();
-      charges[n].Reset();
     }
   }
   for (int o : plan.output_nodes) {

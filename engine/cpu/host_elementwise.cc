@@ -24,8 +24,6 @@ template <typename C>
 inline constexpr bool kIsUInt = std::is_same_v<C, uint64_t>;
 template <typename C>
 inline constexpr bool kIsDouble = std::is_same_v<C, double>;
-template <typename C>
-inline constexpr bool kIsInteger = kIsInt<C> || kIsUInt<C>;
 
 // ---- Unary ops ------------------------------------------------------------------
 

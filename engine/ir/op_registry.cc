@@ -68,7 +68,7 @@ bool TypeAccepted(AttrType expected, AttrType got) {
 absl::Status CheckAttrs(const OpDef& def, const AttrMap& attrs) {
   for (const auto& [name, value] : attrs) {
     const auto it = std::find_if(def.attrs.begin(), def.attrs.end(),
-                                 [&](const AttrDef& a) { return a.name == name; });
+                                 [&n = name](const AttrDef& a) { return a.name == n; });
     if (it == def.attrs.end()) {
       std::vector<std::string> known;
       for (const AttrDef& a : def.attrs) known.push_back(a.name);

@@ -201,10 +201,10 @@ def test_benchmark_repeats_and_duration(session):
     assert all(t > 0 for t in reply.cpu_seconds)
     # Absent on the CPU backend (not zero); one per repeat on the GPU.
     assert len(reply.gpu_seconds) == (7 if BACKEND == "cuda" else 0)
-    request.n_repeat = 1000000
+    request.n_repeat = 100000
     request.max_duration.FromMilliseconds(200)
     reply = session._stub.Benchmark(request)
-    assert 0 < len(reply.cpu_seconds) < 1000000
+    assert 0 < len(reply.cpu_seconds) < 100000
     assert sum(reply.cpu_seconds) < 1.0
 
 

@@ -192,10 +192,12 @@ def test_chunk_before_header_is_rejected(session):
 
 
 def test_quota_exceeded_is_resource_exhausted(client):
-    with client.session(memory_limit=1000) as s:
-        s.upload(np.zeros(100, np.float64), name="a")  # 800 bytes
-        with pytest.raises(gpuflow.ResourceExhaustedError, match="quota exceeded: 400 bytes requested, 800 of 1000"):
-            s.upload(np.zeros(50, np.float64), name="b")
+    # Each array also costs its metadata: 256 bytes + its name + 8 a dimension.
+    with client.session(memory_limit=1600) as s:
+        s.upload(np.zeros(100, np.float64), name="a")  # 800 bytes + 265 of metadata
+        with pytest.raises(gpuflow.ResourceExhaustedError,
+                           match="quota exceeded: 665 bytes requested, 535 of 1600 bytes left"):
+            s.upload(np.zeros(50, np.float64), name="b")  # 400 + 265
         assert [i.name for i in s.list()] == ["a"]
         assert s.memory_used == 800
 
@@ -240,9 +242,10 @@ def test_cancelled_upload_leaves_nothing(session):
     assert sent.wait(10)
     # The reservation is visible while the upload runs...
     deadline = time.monotonic() + 10
-    while session.memory_used != 4 << 20 and time.monotonic() < deadline:
+    held = (4 << 20) + 256 + 1 + 8  # the data and the array's metadata ("c", 1-d)
+    while session.memory_used != held and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert session.memory_used == 4 << 20
+    assert session.memory_used == held
     future.cancel()
     # ...and gone once the server has seen the cancellation.
     deadline = time.monotonic() + 10

@@ -16,3 +16,10 @@ gpuflow_test(health_monitor_test SRCS server/health_monitor_test.cc
              DEPS gpuflow::server gpuflow::cpu gRPC::grpc++ absl::synchronization LABELS unit)
 gpuflow_test(graph_runner_test SRCS server/graph_runner_test.cc
              DEPS gpuflow::server gpuflow::cpu gpuflow::testing LABELS unit)
+# Hardening: the compute pool's fair share, strict upload streams, request control.
+gpuflow_test(compute_pool_test SRCS server/compute_pool_test.cc
+             DEPS gpuflow::server absl::synchronization absl::time LABELS unit)
+gpuflow_test(upload_stream_test SRCS server/upload_stream_test.cc
+             DEPS gpuflow::server gpuflow::cpu gpuflow::testing LABELS unit)
+gpuflow_test(request_control_test SRCS server/request_control_test.cc
+             DEPS gpuflow::server gpuflow::cpu gpuflow::testing LABELS unit)

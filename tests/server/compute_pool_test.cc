@@ -1,0 +1,87 @@
+#include "server/compute_pool.h"
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gpuflow::server {
+namespace {
+
+TEST(ComputePoolTest, RunsEverySubmittedTaskBeforeTheDestructorReturns) {
+  std::atomic<int> ran{0};
+  {
+    ComputePool pool(3);
+    for (int i = 0; i < 100; ++i) pool.Submit(std::to_string(i % 7), [&] { ++ran; });
+  }
+  EXPECT_EQ(ran.load(), 100);
+}
+
+TEST(ComputePoolTest, DefaultKeyLimitLeavesOneThreadForOthers) {
+  EXPECT_EQ(ComputePool(4).max_per_key(), 3);
+  EXPECT_EQ(ComputePool(1).max_per_key(), 1);
+  EXPECT_EQ(ComputePool(4, 2).max_per_key(), 2);
+}
+
+// Regression: two Benchmarks of one client held every compute thread and
+// blocked every Execute of every session.
+TEST(ComputePoolTest, OneSessionCannotHoldEveryThread) {
+  ComputePool pool(2);  // at most one thread per session
+  absl::Notification release;
+  std::atomic<int> hog_running{0};
+  for (int i = 0; i < 4; ++i) {
+    pool.Submit("hog", [&] {
+      ++hog_running;
+      release.WaitForNotification();
+    });
+  }
+  absl::Notification other_ran;
+  pool.Submit("other", [&] { other_ran.Notify(); });
+  // The other session runs while the hog's tasks wait for each other.
+  EXPECT_TRUE(other_ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(hog_running.load(), 1);
+  release.Notify();
+  EXPECT_TRUE(pool.WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(hog_running.load(), 4);
+  EXPECT_EQ(pool.pending(), 0);
+}
+
+TEST(ComputePoolTest, SessionsTakeTurns) {
+  ComputePool pool(1);
+  absl::Notification gate;
+  pool.Submit("gate", [&] { gate.WaitForNotification(); });
+  absl::Mutex mu;
+  std::vector<std::string> order;
+  for (int i = 0; i < 3; ++i) {
+    for (const char* key : {"a", "b"}) {
+      pool.Submit(key, [&, key] {
+        absl::MutexLock lock(&mu);
+        order.push_back(key);
+      });
+    }
+  }
+  // "a" queued all three first; still the two alternate.
+  gate.Notify();
+  ASSERT_TRUE(pool.WaitIdle(absl::Seconds(10)));
+  absl::MutexLock lock(&mu);
+  EXPECT_THAT(order, ::testing::ElementsAre("a", "b", "a", "b", "a", "b"));
+}
+
+TEST(ComputePoolTest, WaitIdleTimesOutWhileATaskRuns) {
+  ComputePool pool(2);
+  absl::Notification release;
+  pool.Submit("x", [&] { release.WaitForNotification(); });
+  EXPECT_FALSE(pool.WaitIdle(absl::Milliseconds(50)));
+  EXPECT_EQ(pool.pending(), 1);
+  release.Notify();
+  EXPECT_TRUE(pool.WaitIdle(absl::Seconds(10)));
+}
+
+}  // namespace
+}  // namespace gpuflow::server
