@@ -443,7 +443,9 @@ grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(
   auto observer = std::make_shared<RpcObserver>(std::move(call));
   // Sessions take turns on the pool's threads.
   const std::string key = (*session)->id();
-  pool_.Submit(key, [this, context, reactor, observer, session = *std::move(session),
+  // The session does not expire while its request waits or runs.
+  auto running = std::make_shared<Session::RequestScope>(registry_.BeginRequest(*session));
+  pool_.Submit(key, [this, context, reactor, observer, running, session = *std::move(session),
                      work = std::move(work)] {
     absl::Status status;
     {

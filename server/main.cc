@@ -511,6 +511,14 @@ int main(int argc, char** argv) {
     std::_Exit(exit_code == 0 ? 1 : exit_code);
   }
   watcher.join();
+  // Tearing down (sessions' buffers, the CUDA context and pool) must not
+  // take the process past the deadline either.
+  std::thread([hard_deadline, exit_code] {
+    absl::SleepFor(hard_deadline - absl::Now());
+    Log("error: tearing down took past --shutdown_grace + 1s; exiting now");
+    std::fflush(nullptr);
+    std::_Exit(exit_code);
+  }).detach();
   reaper.join();
   metrics_exposer.reset();
   if (reason != StopRequest::kSignal) pthread_kill(signal_waiter.native_handle(), SIGUSR1);

@@ -306,6 +306,19 @@ void Session::Touch(absl::Time now) {
   last_used_ = now;
 }
 
+int Session::running_requests() const {
+  absl::MutexLock lock(&mu_);
+  return running_requests_;
+}
+
+Session::RequestScope::~RequestScope() {
+  if (session_ == nullptr) return;
+  const absl::Time now = session_->clock_ ? session_->clock_() : absl::Now();
+  absl::MutexLock lock(&session_->mu_);
+  --session_->running_requests_;
+  session_->last_used_ = now;
+}
+
 absl::Time Session::last_used() const {
   absl::MutexLock lock(&mu_);
   return last_used_;
@@ -353,12 +366,23 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOp
   std::string id = NewSessionId();
   auto session = std::make_shared<Session>(id, options.label, limit, ttl, std::move(*stream), Now(),
                                            &budget_, options_.max_arrays_per_session);
+  session->clock_ = options_.clock;
   sessions_.emplace(std::move(id), session);
   return session;
 }
 
+Session::RequestScope SessionRegistry::BeginRequest(std::shared_ptr<Session> session) {
+  {
+    absl::MutexLock lock(&session->mu_);
+    ++session->running_requests_;
+    session->last_used_ = Now();
+  }
+  return Session::RequestScope(std::move(session));
+}
+
 bool SessionRegistry::IsExpired(const Session& session, absl::Time now) {
-  return now - session.last_used() > session.idle_ttl();
+  // A session with a request running is in use, not idle.
+  return session.running_requests() == 0 && now - session.last_used() > session.idle_ttl();
 }
 
 absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Get(const std::string& id) {

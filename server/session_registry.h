@@ -176,6 +176,23 @@ class Session : public std::enable_shared_from_this<Session> {
   // Sorted by name.
   std::vector<ArrayEntry> ListArrays() const;
 
+  // A request running in the session (Execute, Benchmark) keeps it from
+  // expiring, however long it runs; its idle time counts from the end of the
+  // last one. Returned by BeginRequest; ends the request when destroyed.
+  class RequestScope {
+   public:
+    RequestScope(RequestScope&& other) noexcept : session_(std::move(other.session_)) {}
+    RequestScope& operator=(RequestScope&&) = delete;
+    RequestScope(const RequestScope&) = delete;
+    RequestScope& operator=(const RequestScope&) = delete;
+    ~RequestScope();
+
+   private:
+    friend class SessionRegistry;
+    explicit RequestScope(std::shared_ptr<Session> session) : session_(std::move(session)) {}
+    std::shared_ptr<Session> session_;
+  };
+
   // Arrays plus live reservations and run charges (data bytes).
   int64_t memory_used_bytes() const;
   // The stored arrays' metadata (MetadataBytes each); counts against the
@@ -197,6 +214,8 @@ class Session : public std::enable_shared_from_this<Session> {
   int64_t CloseAndFree();
   void Touch(absl::Time now);
   absl::Time last_used() const;
+  // Requests running now (RequestScope).
+  int running_requests() const;
 
   const std::string id_;
   const std::string label_;
@@ -214,6 +233,9 @@ class Session : public std::enable_shared_from_this<Session> {
   int64_t metadata_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time last_used_ ABSL_GUARDED_BY(mu_);
+  int running_requests_ ABSL_GUARDED_BY(mu_) = 0;
+  // The registry's clock, for the end of a request (set by the registry).
+  std::function<absl::Time()> clock_;
 
   // Close hooks; a separate lock so a hook may call back into the session.
   absl::Mutex hooks_mu_;
@@ -256,6 +278,10 @@ class SessionRegistry {
   // Resets the idle timer of a session the caller already holds (long
   // transfers call it as they progress).
   void Touch(Session& session) { session.Touch(Now()); }
+
+  // Marks a request as running in `session` until the scope is destroyed:
+  // the session does not expire meanwhile (see Session::RequestScope).
+  Session::RequestScope BeginRequest(std::shared_ptr<Session> session);
 
   // Closes the session and frees its arrays; returns the bytes freed.
   absl::StatusOr<int64_t> Close(const std::string& id);

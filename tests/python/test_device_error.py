@@ -27,14 +27,17 @@ EXIT_DEVICE_ERROR = 3
 
 
 def fault(target):
-    with gpuflow.connect(target) as client, client.session() as session:
-        session.upload(np.zeros(32, np.float32), name="y")
-        g = gpuflow.Graph()
-        out = g.raw_kernel(g.array("y"), code=WILD_WRITE, name="wild", grid=[1], block=[32],
-                           output=0)
-        with pytest.raises(gpuflow.Error) as err:
-            session.execute(g, outputs=[out])
-        return err.value
+    # No context managers: the server may be gone (exit status 3) before a
+    # CloseSession could reach it.
+    client = gpuflow.connect(target)
+    session = client.session()
+    session.upload(np.zeros(32, np.float32), name="y")
+    g = gpuflow.Graph()
+    out = g.raw_kernel(g.array("y"), code=WILD_WRITE, name="wild", grid=[1], block=[32],
+                       output=0)
+    with pytest.raises(gpuflow.Error) as err:
+        session.execute(g, outputs=[out])
+    return err.value
 
 
 def test_a_faulting_kernel_makes_the_server_exit_with_status_3():

@@ -501,6 +501,24 @@ TEST_F(SessionRegistryTest, CloseRunsTheCloseHooksOnce) {
   EXPECT_EQ(ran, 2);
 }
 
+// Regression (seen in the CUDA soak): a session whose Execute compiled for
+// longer than its idle TTL expired under the running request.
+TEST_F(SessionRegistryTest, ARunningRequestKeepsItsSessionFromExpiring) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
+  {
+    Session::RequestScope running = registry_->BeginRequest(session);
+    clock_.Advance(kDefaultTtl * 3);
+    EXPECT_EQ(registry_->ExpireIdle(), 0);
+    EXPECT_THAT(registry_->Get(session->id()), IsOk());
+    clock_.Advance(kDefaultTtl * 3);
+  }
+  // Idle time counts from the end of the request.
+  clock_.Advance(kDefaultTtl - absl::Seconds(1));
+  EXPECT_EQ(registry_->ExpireIdle(), 0);
+  clock_.Advance(absl::Seconds(2));
+  EXPECT_EQ(registry_->ExpireIdle(), 1);
+}
+
 TEST_F(SessionRegistryTest, ExpiryRunsTheCloseHooks) {
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create({}));
   bool cancelled = false;
