@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -304,6 +305,10 @@ class GpuFlowService::DownloadReactor final
       return;
     }
     if (sent_ == array_.num_bytes()) {
+      // The last chunks may still be on their way to a slow reader: the
+      // session counts as busy until the call is done (OnDone), so it does
+      // not expire under a download the client is still reading.
+      draining_.emplace(registry_.BeginRequest(session_));
       End(absl::OkStatus());
       return;
     }
@@ -376,6 +381,7 @@ class GpuFlowService::DownloadReactor final
   ServerMetrics* const metrics_;
   std::atomic<bool> session_closed_{false};
   Session::CloseHook close_hook_;
+  std::optional<Session::RequestScope> draining_;
   RpcObserver call_;
 };
 
