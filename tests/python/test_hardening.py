@@ -26,9 +26,10 @@ MiB = 1 << 20
 def matmul_chain(session_id, steps, n):
     """y_0 = x; y_i = y_{i-1} @ x (each a step of its own), x: (n, n) float64."""
     g = gpuflow.Graph()
-    y = g.array("x")
+    x = g.array("x")
+    y = x
     for _ in range(steps):
-        y = g.matmul(y, g.array("x"))
+        y = g.matmul(y, x)
     request = service_pb2.ExecuteRequest(session_id=session_id, graph=g.proto)
     request.outputs.add(node=y.id, store_as="y")
     return request
@@ -62,10 +63,14 @@ def server_with_work(make_server, steps, n, *args):
 
 # Regression: an Execute of 15-24 s delayed exit to 21.8 s despite a 5 s
 # grace, and the log said OK where the client got UNAVAILABLE.
+# The chain is sized so that it cannot finish on its own before the grace
+# ends on any machine we run on (about 10 ms a step and 30 s in all on a
+# 2-core CI machine), while each step stays far below the 1 s grace.
 def test_shutdown_cancels_work_between_steps_and_logs_it(make_server):
-    srv, client, stub, request = server_with_work(make_server, steps=400, n=256)
+    srv, client, stub, request = server_with_work(make_server, steps=3000, n=384)
     thread, box = start_call(stub, request)
     time.sleep(1.0)
+    assert thread.is_alive(), f"the call ended before the signal: {box}"
     start = time.monotonic()
     srv.proc.send_signal(signal.SIGTERM)
     code = srv.proc.wait(timeout=20)
@@ -80,10 +85,12 @@ def test_shutdown_cancels_work_between_steps_and_logs_it(make_server):
 
 
 def test_shutdown_exits_in_time_even_inside_one_long_step(make_server):
-    # One matmul of 2400^3 float64 on the CPU reference: far longer than 2 s.
-    srv, client, stub, request = server_with_work(make_server, steps=1, n=2400)
+    # One matmul of 4800^3 float64 on the CPU reference: about 20 s on a
+    # 2-core CI machine, far longer than the 1 s grace plus 1 s.
+    srv, client, stub, request = server_with_work(make_server, steps=1, n=4800)
     thread, box = start_call(stub, request)
     time.sleep(1.0)
+    assert thread.is_alive(), f"the call ended before the signal: {box}"
     start = time.monotonic()
     srv.proc.send_signal(signal.SIGTERM)
     code = srv.proc.wait(timeout=20)
