@@ -24,6 +24,7 @@
 #include "engine/cuda/codegen.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_cache.h"
+#include "engine/cuda/launch_log.h"
 #include "engine/cuda/nvrtc_compiler.h"
 
 namespace gpuflow::cuda {
@@ -501,6 +502,7 @@ class CudaBackend final : public Backend {
     // its kernels is asked for first; each kernel is then looked up in it.
     const std::string module_key = absl::StrCat(absl::StrJoin(extra_options, " "), "\n", source);
     const std::string key = absl::StrCat(name, "\n", module_key);
+    launch_log::Source(name, module_key);
     {
       absl::MutexLock lock(&kernels_mu_);
       if (auto it = kernels_.find(key); it != kernels_.end()) {
@@ -590,6 +592,9 @@ class CudaBackend final : public Backend {
   absl::Status Launch(cudaKernel_t kernel, int64_t blocks_x, int64_t blocks_y, int block,
                       std::vector<uint64_t>& words, CudaStream& stream) {
     void* args[] = {words.data()};
+    launch_log::Kernel(reinterpret_cast<const void*>(kernel),
+                       dim3(static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y)),
+                       dim3(block), 0, words);
     return Check(
         cudaLaunchKernel(reinterpret_cast<const void*>(kernel),
                          dim3(static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y)),
@@ -822,6 +827,7 @@ absl::Status CudaBackend::RunElementwise(
   const int blocks =
       static_cast<int>(std::clamp<int64_t>((work + kBlock - 1) / kBlock, 1, max_blocks));
   void* args[] = {words.data()};
+  launch_log::Kernel(reinterpret_cast<const void*>(*kernel), dim3(blocks), dim3(kBlock), 0, words);
   return Check(cudaLaunchKernel(reinterpret_cast<const void*>(*kernel), dim3(blocks), dim3(kBlock),
                                 args, 0, stream.get()),
                "cudaLaunchKernel");
@@ -846,6 +852,8 @@ absl::StatusOr<bool> CudaBackend::TryLayout(
     if (c.memcpy) {
       const auto src_base = static_cast<int64_t>(c.words[3]);
       const auto dst_base = static_cast<int64_t>(c.words[4]);
+      launch_log::Note(absl::StrCat("memcpy d2d ", c.num_elements * item, " from ", src_base * item,
+                                    " to ", dst_base * item));
       GPUFLOW_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<char*>(out) + dst_base * item,
                                                    static_cast<const char*>(*src) + src_base * item,
                                                    c.num_elements * item, cudaMemcpyDeviceToDevice,
@@ -1015,6 +1023,7 @@ absl::Status CudaBackend::RunRawKernel(
         if (!src.ok()) return src.status();
         const int64_t bytes = type.shape.num_elements() * ItemSize(type.dtype);
         if (bytes > 0) {
+          launch_log::Note(absl::StrCat("memcpy d2d ", bytes, " raw_kernel output"));
           GPUFLOW_CUDA_RETURN_IF_ERROR(
               cudaMemcpyAsync(out, *src, bytes, cudaMemcpyDeviceToDevice, stream.get()));
         }
@@ -1049,6 +1058,7 @@ absl::Status CudaBackend::RunRawKernel(
     GPUFLOW_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
         func, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_mem)));
   }
+  launch_log::Kernel(func, dim(grid), dim(block), static_cast<size_t>(shared_mem), values);
   const cudaError_t e = cudaLaunchKernel(func, dim(grid), dim(block), args.data(),
                                          static_cast<size_t>(shared_mem), stream.get());
   if (e == cudaErrorInvalidConfiguration || e == cudaErrorInvalidValue ||
@@ -1295,6 +1305,9 @@ absl::StatusOr<bool> CudaBackend::TryMatmul(const ValidatedNode& node, const voi
   const double beta64 = 0.0;
   const void* alpha = dtype == DType::kFloat64 ? static_cast<const void*>(&alpha64) : &alpha32;
   const void* beta = dtype == DType::kFloat64 ? static_cast<const void*>(&beta64) : &beta32;
+  launch_log::Note(absl::StrCat("cublas ", DTypeName(dtype), " m=", m, " n=", n, " k=", k,
+                                " batch=", p.batch, ",", p.batch_a, ",", p.batch_b,
+                                " tf32=", allow_tf32));
   if (k == 0) {
     GPUFLOW_CUDA_RETURN_IF_ERROR(
         cudaMemsetAsync(out, 0, p.batch * m * n * ItemSize(dtype), stream.get()));
@@ -1333,6 +1346,8 @@ absl::StatusOr<bool> CudaBackend::TryGeneratedMatmul(
   void* args[] = {words.data()};
   const dim3 grid(static_cast<unsigned>(mk.grid_x), static_cast<unsigned>(mk.grid_y),
                   static_cast<unsigned>(mk.grid_z));
+  launch_log::Kernel(reinterpret_cast<const void*>(*kernel), grid, dim3(mk.block_x, mk.block_y), 0,
+                     words);
   if (absl::Status s = Check(cudaLaunchKernel(reinterpret_cast<const void*>(*kernel), grid,
                                               dim3(mk.block_x, mk.block_y), args, 0, stream.get()),
                              "cudaLaunchKernel");
@@ -1392,6 +1407,7 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
           if (!b.ok()) return b.status();
           buf = *std::move(b);
           if (!bytes.empty()) {
+            launch_log::Note(absl::StrCat("memcpy h2d ", bytes.size(), " literal"));
             GPUFLOW_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buf->data(), bytes.data(), bytes.size(),
                                                          cudaMemcpyHostToDevice, stream.get()));
           }
@@ -1488,6 +1504,7 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
       std::vector<HostConstView> inputs;
       for (int n : step.nodes) {
         const ValidatedNode& node = graph.nodes[n];
+        launch_log::Note(absl::StrCat("host ", node.op->name));
         inputs.clear();
         for (size_t i = 0; i < node.inputs.size(); ++i) {
           const ValueRef& ref = node.inputs[i];
