@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "engine/cpu/host_kernels.h"
+#include "engine/host/host_kernels.h"
 
 namespace gpuflow {
 

@@ -1,5 +1,5 @@
 // arange, random_uniform and random_normal as generated kernels (see
-// codegen.h). The formulas are the CPU reference's (engine/cpu/
+// codegen.h). The formulas are the CPU reference's (engine/host/
 // host_creation.cc, engine/ir/philox.h) term for term; NVRTC compiles with
 // -fmad=false, so no product and sum fuse into one rounding.
 #include <bit>
@@ -7,7 +7,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "engine/cpu/host_kernels.h"
+#include "engine/host/host_kernels.h"
 #include "engine/cuda/codegen.h"
 #include "engine/cuda/codegen_internal.h"
 #include "engine/cuda/device_library.h"

@@ -1,5 +1,5 @@
 // matmul and dot as a generated tiled kernel (see codegen.h). The semantics
-// are the CPU reference's (engine/cpu/host_linalg.cc RunMatmul): operands
+// are the CPU reference's (engine/host/host_linalg.cc RunMatmul): operands
 // converted to the compute dtype and widened to its class, products summed
 // in k order (double for floats, so every output is rounded once; 64-bit
 // wrapping for integers; or/and for bool), one conversion to the output.

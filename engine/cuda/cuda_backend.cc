@@ -20,7 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "engine/cpu/host_kernels.h"
+#include "engine/host/host_kernels.h"
 #include "engine/cuda/codegen.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_cache.h"

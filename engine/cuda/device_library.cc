@@ -2,7 +2,7 @@
 
 namespace gpuflow::cuda {
 
-// The semantics mirror engine/cpu (the reference): compute classes bool,
+// The semantics mirror engine/host (the reference kernels): compute classes bool,
 // long long, unsigned long long, float (for float16, bfloat16 and float32)
 // and double; integer arithmetic wraps; float -> int truncates and
 // saturates, NaN -> 0; anything -> bool is != 0; narrow floats round once.

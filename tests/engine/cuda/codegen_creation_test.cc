@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/cpu/host_kernels.h"
+#include "engine/host/host_kernels.h"
 #include "engine/cuda/codegen.h"
 #include "engine/cuda/device_library.h"
 #include "engine/cuda/nvrtc_compiler.h"

@@ -37,5 +37,5 @@ if(GPUFLOW_WITH_CUDA)
 endif()
 if(GPUFLOW_WITH_CUDA)
   gpuflow_test(codegen_creation_test SRCS engine/cuda/codegen_creation_test.cc
-               DEPS gpuflow::cuda gpuflow::plan gpuflow::ir gpuflow::cpu)
+               DEPS gpuflow::cuda gpuflow::plan gpuflow::ir gpuflow::host)
 endif()

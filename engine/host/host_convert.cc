@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/cpu/host_kernels_internal.h"
+#include "engine/host/host_kernels_internal.h"
 
 namespace gpuflow::host_internal {
 namespace {

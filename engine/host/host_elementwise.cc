@@ -11,7 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "engine/cpu/host_kernels_internal.h"
+#include "engine/host/host_kernels_internal.h"
 
 namespace gpuflow::host_internal {
 namespace {

@@ -1,5 +1,5 @@
 // Internals of the host kernels (host_kernels.h); nothing outside
-// engine/cpu/host_*.cc should include this.
+// engine/host/host_*.cc should include this.
 //
 // Every op works the same way: input elements are loaded in blocks of up to
 // kBlock, converted (with gpuflow's cast semantics) to the dtype the op
@@ -9,8 +9,8 @@
 // goes through uint64_t so that it wraps, which is also how narrower integer
 // dtypes wrap: their values are truncated when stored. Float16, bfloat16 and
 // float32 are computed in double and rounded once.
-#ifndef GPUFLOW_ENGINE_CPU_HOST_KERNELS_INTERNAL_H_
-#define GPUFLOW_ENGINE_CPU_HOST_KERNELS_INTERNAL_H_
+#ifndef GPUFLOW_ENGINE_HOST_HOST_KERNELS_INTERNAL_H_
+#define GPUFLOW_ENGINE_HOST_HOST_KERNELS_INTERNAL_H_
 
 #include <array>
 #include <cmath>
@@ -26,7 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "engine/cpu/host_kernels.h"
+#include "engine/host/host_kernels.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/half.h"
 #include "engine/ir/validate.h"
@@ -339,4 +339,4 @@ bool HasAttr(const ValidatedNode& node, absl::string_view name);
 
 }  // namespace gpuflow::host_internal
 
-#endif  // GPUFLOW_ENGINE_CPU_HOST_KERNELS_INTERNAL_H_
+#endif  // GPUFLOW_ENGINE_HOST_HOST_KERNELS_INTERNAL_H_

@@ -11,12 +11,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "engine/cpu/host_kernels.h"
+#include "engine/host/host_kernels.h"
 #include "engine/ir/graph.h"
 #include "engine/ir/validate.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/engine/cpu/host_test_util.h"
+#include "tests/engine/host/host_test_util.h"
 #include "tests/testing/status_matchers.h"
 
 namespace gpuflow::host_test {

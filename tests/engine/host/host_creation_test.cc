@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/cpu/host_kernels.h"
+#include "engine/host/host_kernels.h"
 #include "engine/ir/philox.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/engine/cpu/host_test_util.h"
+#include "tests/engine/host/host_test_util.h"
 #include "tests/testing/status_matchers.h"
 
 namespace gpuflow::host_test {

@@ -1,6 +1,6 @@
 // RunNodeOnHost's contract: dispatch by op name, checks of the buffers
 // against the node's types, errors with the node's id, custom kernels refused.
-#include "engine/cpu/host_kernels.h"
+#include "engine/host/host_kernels.h"
 
 #include <cstdint>
 #include <string>
@@ -8,7 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/engine/cpu/host_test_util.h"
+#include "tests/engine/host/host_test_util.h"
 #include "tests/testing/status_matchers.h"
 
 namespace gpuflow::host_test {

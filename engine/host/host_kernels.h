@@ -6,8 +6,8 @@
 //   std::vector<HostConstView> in = {{x.dtype, x.shape, x_bytes}};
 //   HostView out{node.type.output.dtype, node.type.output.shape, out_bytes};
 //   absl::Status s = RunNodeOnHost(node, in, out, {});
-#ifndef GPUFLOW_ENGINE_CPU_HOST_KERNELS_H_
-#define GPUFLOW_ENGINE_CPU_HOST_KERNELS_H_
+#ifndef GPUFLOW_ENGINE_HOST_HOST_KERNELS_H_
+#define GPUFLOW_ENGINE_HOST_HOST_KERNELS_H_
 
 #include <cstddef>
 
@@ -54,4 +54,4 @@ double RandomUniformTop(double low, double high, DType dtype);
 
 }  // namespace gpuflow
 
-#endif  // GPUFLOW_ENGINE_CPU_HOST_KERNELS_H_
+#endif  // GPUFLOW_ENGINE_HOST_HOST_KERNELS_H_

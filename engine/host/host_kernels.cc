@@ -1,4 +1,4 @@
-#include "engine/cpu/host_kernels.h"
+#include "engine/host/host_kernels.h"
 
 #include <new>
 #include <string>
@@ -6,7 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "engine/cpu/host_kernels_internal.h"
+#include "engine/host/host_kernels_internal.h"
 #include "engine/ir/echo.h"
 
 namespace gpuflow {

@@ -6,8 +6,8 @@
 //   TestArray x = MakeArray(DType::kInt8, {2, 3}, {1, 2, 3, 4, 5, 6});
 //   ValidatedNode n = MakeNode("neg", {x.type()}, {DType::kInt8, x.shape}, DType::kInt8);
 //   ASSERT_OK_AND_ASSIGN(TestArray y, RunNode(n, {x}));
-#ifndef GPUFLOW_TESTS_ENGINE_CPU_HOST_TEST_UTIL_H_
-#define GPUFLOW_TESTS_ENGINE_CPU_HOST_TEST_UTIL_H_
+#ifndef GPUFLOW_TESTS_ENGINE_HOST_HOST_TEST_UTIL_H_
+#define GPUFLOW_TESTS_ENGINE_HOST_HOST_TEST_UTIL_H_
 
 #include <cmath>
 #include <cstddef>
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/cpu/host_kernels.h"
+#include "engine/host/host_kernels.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/half.h"
 #include "engine/ir/op_registry.h"
@@ -369,4 +369,4 @@ inline void ExpectValues(const TestArray& actual, const std::vector<double>& exp
 
 }  // namespace gpuflow::host_test
 
-#endif  // GPUFLOW_TESTS_ENGINE_CPU_HOST_TEST_UTIL_H_
+#endif  // GPUFLOW_TESTS_ENGINE_HOST_HOST_TEST_UTIL_H_

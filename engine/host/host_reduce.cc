@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "engine/cpu/host_kernels_internal.h"
+#include "engine/host/host_kernels_internal.h"
 
 namespace gpuflow::host_internal {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "engine/cpu/host_kernels_internal.h"
+#include "engine/host/host_kernels_internal.h"
 #include "engine/ir/philox.h"
 
 namespace gpuflow::host_internal {
