@@ -1,7 +1,8 @@
 // CuPy's custom-kernel signatures: parameter lists such as
 // "T x, raw T y, float64 threshold", type placeholders bound from the
-// arguments' dtypes, and the loop shape. Shared by inference (op_registry.cc)
-// and the CUDA code generator, so both read a kernel node the same way.
+// arguments' dtypes, and the loop shape. Shared by inference
+// (ops_custom_kernel.cc) and the CUDA code generator, so both read a kernel
+// node the same way.
 //
 //   absl::StatusOr<KernelSignature> sig =
 //       ResolveKernelSignature(node.input_types, node.attrs, KernelForm::kElementwise);

@@ -1,5 +1,5 @@
-// Checks shared by OpDef::infer (op_registry.cc) and ValidateGraph
-// (validate.cc). Not for use outside engine/ir.
+// Checks shared by OpDef::infer (MakeOp, ops_internal.h) and ValidateGraph
+// (validate.cc); defined in op_registry.cc. Not for use outside engine/ir.
 #ifndef GPUFLOW_ENGINE_IR_OP_REGISTRY_INTERNAL_H_
 #define GPUFLOW_ENGINE_IR_OP_REGISTRY_INTERNAL_H_
 

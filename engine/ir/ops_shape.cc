@@ -1,0 +1,303 @@
+// The shape ops: reshape, transpose, broadcast_to, expand_dims, squeeze,
+// slice, concatenate and stack.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "engine/ir/broadcast.h"
+#include "engine/ir/ops_internal.h"
+#include "engine/ir/promotion.h"
+#include "engine/ir/status_macros_internal.h"
+
+namespace gpuflow::internal {
+namespace {
+
+// Non-ufunc ops (reductions, shape ops, matmul, ...) see a Python scalar as
+// NumPy's asarray does: a strong array of the literal's own dtype.
+std::vector<ValueType> AsStrong(Inputs in) {
+  std::vector<ValueType> out(in.begin(), in.end());
+  for (ValueType& t : out) t.weak = false;
+  return out;
+}
+
+absl::StatusOr<InferredNode> InferReshape(Inputs in, AttrMap& attrs) {
+  const Shape& shape = in[0].shape;
+  const std::vector<int64_t> requested = *Get<std::vector<int64_t>>(attrs, "shape");
+  if (requested.size() > static_cast<size_t>(kMaxRank)) {
+    return Invalid("shape has ", requested.size(), " dimensions, more than the maximum of ",
+                   kMaxRank);
+  }
+  std::vector<int64_t> dims = requested;
+  const auto cannot = [&] {
+    return Invalid("cannot reshape array of size ", shape.num_elements(), " into shape ",
+                   FormatDims(requested));
+  };
+  int unknown = -1;
+  int64_t known = 1;  // product of the other dims, saturated above kMaxElements
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1) {
+      if (unknown >= 0) return Invalid("can only specify one unknown dimension (-1)");
+      unknown = static_cast<int>(i);
+    } else if (dims[i] < 0) {
+      return Invalid("negative dimension ", dims[i], " in shape ", FormatDims(dims));
+    } else if (dims[i] == 0 || known == 0) {
+      known = 0;
+    } else {
+      known = known > kMaxElements / dims[i] ? kMaxElements + 1 : known * dims[i];
+    }
+  }
+  if (unknown >= 0) {
+    if (known == 0 || shape.num_elements() % known != 0) return cannot();
+    dims[unknown] = shape.num_elements() / known;
+  } else if (known != shape.num_elements()) {
+    return cannot();
+  }
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(dims));
+  attrs["shape"] = dims;
+  return Inferred(in[0].dtype, std::move(out), in[0].dtype);
+}
+
+absl::StatusOr<InferredNode> InferTranspose(Inputs in, AttrMap& attrs) {
+  const Shape& shape = in[0].shape;
+  const int rank = shape.rank();
+  std::vector<int64_t> perm;
+  if (std::optional<std::vector<int64_t>> axes = Get<std::vector<int64_t>>(attrs, "axes")) {
+    if (static_cast<int>(axes->size()) != rank) {
+      return Invalid("axes ", FormatDims(*axes), " don't match an array of rank ", rank);
+    }
+    std::vector<bool> seen(rank, false);
+    for (int64_t axis : *axes) {
+      GPUFLOW_IR_ASSIGN_OR_RETURN(const int64_t a, NormalizeAxis(axis, rank));
+      if (seen[a]) return Invalid("repeated axis ", a, " in transpose axes ", FormatDims(*axes));
+      seen[a] = true;
+      perm.push_back(a);
+    }
+  } else {
+    for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
+  }
+  std::vector<int64_t> dims;
+  for (int64_t a : perm) dims.push_back(shape.dim(static_cast<int>(a)));
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(dims));
+  attrs["axes"] = perm;
+  return Inferred(in[0].dtype, std::move(out), in[0].dtype);
+}
+
+absl::StatusOr<InferredNode> InferBroadcastTo(Inputs in, AttrMap& attrs) {
+  const std::vector<int64_t> dims = *Get<std::vector<int64_t>>(attrs, "shape");
+  for (int64_t d : dims) {
+    if (d < 0) return Invalid("negative dimension ", d, " in shape ", FormatDims(dims));
+  }
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(dims));
+  GPUFLOW_IR_RETURN_IF_ERROR(CheckBroadcastableTo(in[0].shape, out));
+  return Inferred(in[0].dtype, std::move(out), in[0].dtype);
+}
+
+absl::StatusOr<InferredNode> InferExpandDims(Inputs in, AttrMap& attrs) {
+  const Shape& shape = in[0].shape;
+  const std::vector<int64_t> given = *Get<std::vector<int64_t>>(attrs, "axes");
+  if (given.size() > static_cast<size_t>(kMaxRank - shape.rank())) {
+    return Invalid("expand_dims to rank ", static_cast<int64_t>(shape.rank() + given.size()),
+                   " is over the maximum of ", kMaxRank);
+  }
+  const int out_rank = shape.rank() + static_cast<int>(given.size());
+  GPUFLOW_IR_ASSIGN_OR_RETURN(const std::vector<int64_t> axes,
+                              NormalizeAxes(given, out_rank, "axes"));
+  std::vector<int64_t> dims;
+  int next = 0;
+  for (int i = 0; i < out_rank; ++i) {
+    dims.push_back(std::binary_search(axes.begin(), axes.end(), i) ? 1 : shape.dim(next++));
+  }
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(dims));
+  attrs["axes"] = axes;
+  return Inferred(in[0].dtype, std::move(out), in[0].dtype);
+}
+
+absl::StatusOr<InferredNode> InferSqueeze(Inputs in, AttrMap& attrs) {
+  const Shape& shape = in[0].shape;
+  std::vector<int64_t> axes;
+  if (std::optional<std::vector<int64_t>> given = Get<std::vector<int64_t>>(attrs, "axes")) {
+    GPUFLOW_IR_ASSIGN_OR_RETURN(axes, NormalizeAxes(*given, shape.rank(), "axes"));
+    for (int64_t a : axes) {
+      if (shape.dim(static_cast<int>(a)) != 1) {
+        return Invalid("cannot squeeze axis ", a, " of size ", shape.dim(static_cast<int>(a)),
+                       " (only axes of size 1)");
+      }
+    }
+  } else {
+    for (int i = 0; i < shape.rank(); ++i) {
+      if (shape.dim(i) == 1) axes.push_back(i);
+    }
+  }
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, ReducedShape(shape, axes, /*keepdims=*/false));
+  attrs["axes"] = axes;
+  return Inferred(in[0].dtype, std::move(out), in[0].dtype);
+}
+
+// Python's slice.indices(): the first index taken and the count, for one axis
+// of size `len` (step != 0). Bounds are clamped; no arithmetic overflows for
+// any int64 start, stop and step.
+std::pair<int64_t, int64_t> SliceAxis(int64_t start, int64_t stop, int64_t step, int64_t len) {
+  const auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
+    if (v < 0) v = v < -len ? lo : v + len;  // v + len cannot overflow: v >= -len
+    return std::clamp(v, lo, hi);
+  };
+  if (step > 0) {
+    start = clamp(start, 0, len);
+    stop = clamp(stop, 0, len);
+    if (start >= stop) return {0, 0};
+    const uint64_t span = static_cast<uint64_t>(stop - start);
+    return {start, static_cast<int64_t>((span - 1) / static_cast<uint64_t>(step) + 1)};
+  }
+  start = clamp(start, -1, len - 1);
+  stop = clamp(stop, -1, len - 1);
+  if (stop >= start) return {0, 0};
+  const uint64_t span = static_cast<uint64_t>(start - stop);
+  const uint64_t magnitude = 0 - static_cast<uint64_t>(step);  // exact for INT64_MIN too
+  return {start, static_cast<int64_t>((span - 1) / magnitude + 1)};
+}
+
+absl::StatusOr<InferredNode> InferSlice(Inputs in, AttrMap& attrs) {
+  const Shape& shape = in[0].shape;
+  const int rank = shape.rank();
+  const std::vector<int64_t> starts = *Get<std::vector<int64_t>>(attrs, "starts");
+  const std::vector<int64_t> stops = *Get<std::vector<int64_t>>(attrs, "stops");
+  const size_t k = starts.size();
+  const std::vector<int64_t> steps =
+      Get<std::vector<int64_t>>(attrs, "steps").value_or(std::vector<int64_t>(k, 1));
+  if (stops.size() != k || steps.size() != k) {
+    return Invalid("'starts', 'stops' and 'steps' must have the same length, got ", k, ", ",
+                   stops.size(), " and ", steps.size());
+  }
+  std::vector<int64_t> axes;
+  if (std::optional<std::vector<int64_t>> given = Get<std::vector<int64_t>>(attrs, "axes")) {
+    if (given->size() != k) {
+      return Invalid("'axes' must have one entry per start (", k, "), got ", given->size());
+    }
+    for (int64_t axis : *given) {
+      GPUFLOW_IR_ASSIGN_OR_RETURN(const int64_t a, NormalizeAxis(axis, rank));
+      if (std::find(axes.begin(), axes.end(), a) != axes.end()) {
+        return Invalid("'axes' names axis ", a, " more than once");
+      }
+      axes.push_back(a);
+    }
+  } else {
+    if (static_cast<int64_t>(k) > rank) {
+      return Invalid("too many indices: ", k, " slices for an array of dimension ", rank);
+    }
+    axes = AllAxes(static_cast<int>(k));
+  }
+  std::vector<int64_t> first(rank, 0), step_out(rank, 1),
+      dims(shape.dims().begin(), shape.dims().end());
+  for (size_t i = 0; i < k; ++i) {
+    if (steps[i] == 0) return Invalid("slice step cannot be zero");
+    const int a = static_cast<int>(axes[i]);
+    const auto [start, count] = SliceAxis(starts[i], stops[i], steps[i], shape.dim(a));
+    first[a] = count == 0 ? 0 : start;
+    step_out[a] = steps[i];
+    dims[a] = count;
+  }
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(dims));
+  attrs.erase("stops");
+  attrs.erase("axes");
+  attrs["starts"] = first;
+  attrs["steps"] = step_out;
+  return Inferred(in[0].dtype, std::move(out), in[0].dtype);
+}
+
+absl::StatusOr<InferredNode> InferConcatenate(Inputs in, AttrMap& attrs) {
+  const Shape& first = in[0].shape;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i].shape.rank() == 0) {
+      return Invalid("zero-dimensional arrays cannot be concatenated (input ", i, ")");
+    }
+    if (in[i].shape.rank() != first.rank()) {
+      return Invalid(
+          "all the input arrays must have the same number of dimensions, but input 0 "
+          "has ",
+          first.rank(), " and input ", i, " has ", in[i].shape.rank());
+    }
+  }
+  GPUFLOW_IR_ASSIGN_OR_RETURN(const int64_t axis,
+                              NormalizeAxis(Get<int64_t>(attrs, "axis").value_or(0), first.rank()));
+  std::vector<int64_t> dims(first.dims().begin(), first.dims().end());
+  dims[axis] = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Shape& s = in[i].shape;
+    for (int d = 0; d < s.rank(); ++d) {
+      if (d != axis && s.dim(d) != first.dim(d)) {
+        return Invalid(
+            "all the input array dimensions except for the concatenation axis must "
+            "match exactly, but along dimension ",
+            d, ", input 0 has size ", first.dim(d), " and input ", i, " has size ", s.dim(d));
+      }
+    }
+    // An axis of an empty input may be as long as INT64_MAX: check before
+    // adding.
+    if (s.dim(static_cast<int>(axis)) > kMaxElements - dims[axis]) {
+      return Invalid("concatenated axis is too long (more than 2^62)");
+    }
+    dims[axis] += s.dim(static_cast<int>(axis));
+  }
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(dims));
+  GPUFLOW_IR_ASSIGN_OR_RETURN(const DType dtype, PromoteTypes(AsStrong(in)));
+  attrs["axis"] = axis;
+  return Inferred(dtype, std::move(out), dtype);
+}
+
+absl::StatusOr<InferredNode> InferStack(Inputs in, AttrMap& attrs) {
+  const Shape& first = in[0].shape;
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (!(in[i].shape == first)) {
+      return Invalid("all input arrays must have the same shape, but input 0 has shape ",
+                     first.ToString(), " and input ", i, " has shape ", in[i].shape.ToString());
+    }
+  }
+  GPUFLOW_IR_ASSIGN_OR_RETURN(
+      const int64_t axis, NormalizeAxis(Get<int64_t>(attrs, "axis").value_or(0), first.rank() + 1));
+  std::vector<int64_t> dims(first.dims().begin(), first.dims().end());
+  dims.insert(dims.begin() + axis, static_cast<int64_t>(in.size()));
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(dims));
+  GPUFLOW_IR_ASSIGN_OR_RETURN(const DType dtype, PromoteTypes(AsStrong(in)));
+  attrs["axis"] = axis;
+  return Inferred(dtype, std::move(out), dtype);
+}
+
+}  // namespace
+
+void AddShapeOps(std::vector<OpDef>& ops) {
+  ops.push_back(MakeOp("reshape", OpFamily::kShape, 1, 1,
+                       {Attr("shape", AttrType::kInts, true, "new shape; one entry may be -1")},
+                       "same elements in a new shape (C order)", InferReshape));
+  ops.push_back(
+      MakeOp("transpose", OpFamily::kShape, 1, 1,
+             {Attr("axes", AttrType::kInts, false, "permutation of the axes (absent: reversed)")},
+             "permutes the axes", InferTranspose));
+  ops.push_back(MakeOp("broadcast_to", OpFamily::kShape, 1, 1,
+                       {Attr("shape", AttrType::kInts, true, "target shape")},
+                       "NumPy broadcasting to `shape`", InferBroadcastTo));
+  ops.push_back(
+      MakeOp("expand_dims", OpFamily::kShape, 1, 1,
+             {Attr("axes", AttrType::kInts, true, "positions of the new axes in the result")},
+             "inserts axes of size 1, as numpy.expand_dims", InferExpandDims));
+  ops.push_back(MakeOp(
+      "squeeze", OpFamily::kShape, 1, 1,
+      {Attr("axes", AttrType::kInts, false, "axes of size 1 to remove (absent: all of them)")},
+      "removes axes of size 1", InferSqueeze));
+  ops.push_back(
+      MakeOp("slice", OpFamily::kShape, 1, 1,
+             {Attr("starts", AttrType::kInts, true, "start per sliced axis (Python semantics)"),
+              Attr("stops", AttrType::kInts, true,
+                   "stop per sliced axis; INT64_MAX / INT64_MIN for no bound"),
+              Attr("steps", AttrType::kInts, false, "step per sliced axis, not 0 (default 1)"),
+              Attr("axes", AttrType::kInts, false, "the sliced axes (default 0, 1, ...)")},
+             "Python slicing x[start:stop:step] on each named axis, bounds clamped", InferSlice));
+  const AttrDef join_axis = Attr("axis", AttrType::kInt, false, "the axis (default 0)");
+  ops.push_back(MakeOp("concatenate", OpFamily::kShape, 1, -1, {join_axis},
+                       "joins arrays along an existing axis; promoted dtype", InferConcatenate));
+  ops.push_back(MakeOp("stack", OpFamily::kShape, 1, -1, {join_axis},
+                       "joins arrays of one shape along a new axis; promoted dtype", InferStack));
+}
+
+}  // namespace gpuflow::internal
