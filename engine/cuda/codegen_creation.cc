@@ -7,10 +7,10 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "engine/host/host_kernels.h"
 #include "engine/cuda/codegen.h"
 #include "engine/cuda/codegen_internal.h"
 #include "engine/cuda/device_library.h"
+#include "engine/host/host_kernels.h"
 
 namespace gpuflow::cuda {
 namespace {

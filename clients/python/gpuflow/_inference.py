@@ -1,5 +1,5 @@
 """Client-side dtype and shape inference, the same rules as the server's op
-registry (engine/ir/op_registry.cc, engine/ir/promotion.cc; docs/ops.md).
+registry (engine/ir/ops_<family>.cc, engine/ir/promotion.cc; docs/ops.md).
 
 RemoteArray uses it so that ``.shape`` and ``.dtype`` are known without a
 round trip and so that misuse (shapes that do not broadcast, a bad axis, a

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/host/host_kernels.h"
 #include "engine/cuda/codegen.h"
 #include "engine/cuda/device_library.h"
 #include "engine/cuda/nvrtc_compiler.h"
+#include "engine/host/host_kernels.h"
 #include "engine/ir/validate.h"
 #include "engine/plan/plan.h"
 #include "gmock/gmock.h"

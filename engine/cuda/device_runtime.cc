@@ -1,0 +1,277 @@
+#include "engine/cuda/device_runtime.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "engine/cuda/cuda_status.h"
+#include "engine/cuda/launch_log.h"
+
+namespace gpuflow::cuda {
+
+namespace {
+
+// The control of the Run executing on this thread (RunControlScope).
+thread_local RunControl* t_run_control = nullptr;
+
+}  // namespace
+
+RunControlScope::RunControlScope(RunControl* control) : saved_(t_run_control) {
+  t_run_control = control;
+}
+
+RunControlScope::~RunControlScope() { t_run_control = saved_; }
+
+StreamHandle::~StreamHandle() {
+  cudaSetDevice(device);
+  {
+    absl::MutexLock lock(&staging_mu);
+    for (StagingBuffer& b : staging) {
+      if (b.done != nullptr) cudaEventSynchronize(b.done);
+      if (b.host != nullptr) cudaFreeHost(b.host);
+      if (b.done != nullptr) cudaEventDestroy(b.done);
+    }
+  }
+  if (blas != nullptr) cublasDestroy(blas);
+  if (stream != nullptr) {
+    if (cudaError_t e = cudaStreamDestroy(stream); e != cudaSuccess) {
+      std::fprintf(stderr, "gpuflow: cudaStreamDestroy: %s\n", cudaGetErrorString(e));
+    }
+  }
+}
+
+CudaBuffer::~CudaBuffer() {
+  if (ptr_ == nullptr) return;
+  cudaSetDevice(owner_->device);
+  if (cudaError_t e = cudaFreeAsync(ptr_, owner_->stream); e != cudaSuccess) {
+    std::fprintf(stderr, "gpuflow: cudaFreeAsync: %s\n", cudaGetErrorString(e));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<DeviceRuntime>> DeviceRuntime::Create(
+    const CudaBackendOptions& options) {
+  int count = 0;
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&count));
+  if (options.device < 0 || options.device >= count) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--device=", options.device, " but ", count, " CUDA device(s) are visible"));
+  }
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
+  cudaDeviceProp props{};
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&props, options.device));
+  cudaMemPoolProps pool_props{};
+  pool_props.allocType = cudaMemAllocationTypePinned;
+  pool_props.location.type = cudaMemLocationTypeDevice;
+  pool_props.location.id = options.device;
+  cudaMemPool_t pool = nullptr;
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaMemPoolCreate(&pool, &pool_props));
+  uint64_t threshold = static_cast<uint64_t>(options.pool_release_threshold);
+  GPUFLOW_CUDA_RETURN_IF_ERROR(
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  const int64_t reserve = std::min(options.pool_reserve, options.pool_release_threshold);
+  if (reserve > 0) {
+    void* warm = nullptr;
+    if (cudaMallocFromPoolAsync(&warm, static_cast<size_t>(reserve), pool, nullptr) ==
+        cudaSuccess) {
+      cudaFreeAsync(warm, nullptr);
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(nullptr));
+    } else {
+      cudaGetLastError();  // not sticky: a smaller device simply starts cold
+    }
+  }
+  return std::make_unique<DeviceRuntime>(options.device, props, pool);
+}
+
+std::string DeviceRuntime::description() const {
+  return absl::StrCat(props_.name, " (sm_", props_.major, props_.minor, ", ",
+                      props_.multiProcessorCount, " SMs, ",
+                      static_cast<double>(props_.totalGlobalMem) / (1 << 30), " GiB)");
+}
+
+absl::Status DeviceRuntime::Check(cudaError_t error, const char* call) {
+  if (error == cudaSuccess) return absl::OkStatus();
+  if (IsStickyCudaError(error)) healthy_.store(false);
+  return CudaStatus(error, call, __FILE__, __LINE__);
+}
+
+MemoryStats DeviceRuntime::memory_stats() const {
+  MemoryStats stats;
+  if (cudaSetDevice(device_) != cudaSuccess) return stats;
+  uint64_t used = 0;
+  if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess) {
+    stats.pool_used_bytes = static_cast<int64_t>(used);
+  }
+  uint64_t reserved = 0;
+  if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess) {
+    stats.pool_reserved_bytes = static_cast<int64_t>(reserved);
+  }
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+    stats.device_free_bytes = static_cast<int64_t>(free_bytes);
+    stats.device_total_bytes = static_cast<int64_t>(total_bytes);
+  }
+  return stats;
+}
+
+absl::StatusOr<std::unique_ptr<Stream>> DeviceRuntime::CreateStream() {
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  auto handle = std::make_shared<StreamHandle>();
+  handle->device = device_;
+  if (absl::Status s = Check(cudaStreamCreateWithFlags(&handle->stream, cudaStreamNonBlocking),
+                             "cudaStreamCreateWithFlags");
+      !s.ok()) {
+    return s;
+  }
+  return std::unique_ptr<Stream>(std::make_unique<CudaStream>(std::move(handle)));
+}
+
+absl::StatusOr<std::unique_ptr<CudaBuffer>> DeviceRuntime::AllocateOn(int64_t bytes,
+                                                                      CudaStream& stream,
+                                                                      bool charged) {
+  if (bytes < 0) return absl::InvalidArgumentError("negative allocation size");
+  RunCharge charge;
+  if (charged) {
+    absl::StatusOr<RunCharge> taken = RunCharge::Take(t_run_control, bytes);
+    if (!taken.ok()) return taken.status();
+    charge = *std::move(taken);
+  }
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  void* ptr = nullptr;
+  if (bytes > 0) {
+    const cudaError_t e =
+        cudaMallocFromPoolAsync(&ptr, static_cast<size_t>(bytes), pool_, stream.get());
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // not sticky: clear it
+      size_t free_bytes = 0;
+      size_t total_bytes = 0;
+      cudaMemGetInfo(&free_bytes, &total_bytes);
+      return absl::ResourceExhaustedError(absl::StrCat("out of device memory allocating ", bytes,
+                                                       " bytes (", free_bytes, " of ", total_bytes,
+                                                       " bytes free)"));
+    }
+    if (absl::Status s = Check(e, "cudaMallocFromPoolAsync"); !s.ok()) return s;
+  }
+  auto buffer = std::make_unique<CudaBuffer>(ptr, bytes, stream.handle());
+  buffer->set_charge(std::move(charge));
+  return buffer;
+}
+
+absl::Status DeviceRuntime::CopyToDevice(const void* src, CudaBuffer& dst, int64_t offset,
+                                         int64_t n, CudaStream& stream) {
+  if (absl::Status s = CheckCopyRange(dst.size(), offset, n); !s.ok()) return s;
+  if (n == 0) return absl::OkStatus();
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  char* const device = static_cast<char*>(dst.data()) + offset;
+  const char* const host = static_cast<const char*>(src);
+  StreamHandle& h = *stream.handle();
+  absl::MutexLock lock(&h.staging_mu);
+  for (int64_t pos = 0; pos < n; pos += kStagingBytes) {
+    const int64_t piece = std::min(kStagingBytes, n - pos);
+    absl::StatusOr<StagingBuffer*> b = NextStagingBuffer(h);
+    if (!b.ok()) return b.status();
+    if (*b == nullptr) {
+      // No pinned memory: copy directly, and wait so `src` is free on return.
+      GPUFLOW_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(device + pos, host + pos, piece, cudaMemcpyHostToDevice, stream.get()));
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream.get()));
+      continue;
+    }
+    std::memcpy((*b)->host, host + pos, piece);
+    GPUFLOW_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(device + pos, (*b)->host, piece, cudaMemcpyHostToDevice, stream.get()));
+    GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventRecord((*b)->done, stream.get()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DeviceRuntime::CopyToHost(const CudaBuffer& src, int64_t offset, int64_t n, void* dst,
+                                       CudaStream& stream) {
+  if (absl::Status s = CheckCopyRange(src.size(), offset, n); !s.ok()) return s;
+  if (n == 0) return absl::OkStatus();
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  const char* const device = static_cast<const char*>(src.data()) + offset;
+  char* const host = static_cast<char*>(dst);
+  StreamHandle& h = *stream.handle();
+  absl::MutexLock lock(&h.staging_mu);
+  // Pieces go device -> pinned (DMA) -> dst; the next piece's DMA runs
+  // while this one is copied out.
+  struct Pending {
+    StagingBuffer* buffer;
+    int64_t pos;
+    int64_t size;
+  };
+  std::vector<Pending> pending;
+  auto drain_one = [&]() -> absl::Status {
+    const Pending p = pending.front();
+    pending.erase(pending.begin());
+    if (absl::Status s = Check(cudaEventSynchronize(p.buffer->done), "cudaEventSynchronize");
+        !s.ok()) {
+      return s;
+    }
+    std::memcpy(host + p.pos, p.buffer->host, p.size);
+    return absl::OkStatus();
+  };
+  for (int64_t pos = 0; pos < n; pos += kStagingBytes) {
+    const int64_t piece = std::min(kStagingBytes, n - pos);
+    if (static_cast<int>(pending.size()) == kStagingBuffers - 1) {
+      if (absl::Status s = drain_one(); !s.ok()) return s;
+    }
+    absl::StatusOr<StagingBuffer*> b = NextStagingBuffer(h);
+    if (!b.ok()) return b.status();
+    if (*b == nullptr) {
+      GPUFLOW_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(host + pos, device + pos, piece, cudaMemcpyDeviceToHost, stream.get()));
+      continue;
+    }
+    GPUFLOW_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync((*b)->host, device + pos, piece, cudaMemcpyDeviceToHost, stream.get()));
+    GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventRecord((*b)->done, stream.get()));
+    pending.push_back({*b, pos, piece});
+  }
+  while (!pending.empty()) {
+    if (absl::Status s = drain_one(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DeviceRuntime::Synchronize(CudaStream& stream) {
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  return Check(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize");
+}
+
+absl::Status DeviceRuntime::Launch(cudaKernel_t kernel, dim3 grid, dim3 block,
+                                   std::vector<uint64_t>& words, CudaStream& stream) {
+  void* args[] = {words.data()};
+  launch_log::Kernel(reinterpret_cast<const void*>(kernel), grid, block, 0, words);
+  return Check(
+      cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args, 0, stream.get()),
+      "cudaLaunchKernel");
+}
+
+absl::StatusOr<StagingBuffer*> DeviceRuntime::NextStagingBuffer(StreamHandle& h) {
+  if (h.staging_failed) return nullptr;
+  StagingBuffer& b = h.staging[h.next_staging];
+  h.next_staging = (h.next_staging + 1) % kStagingBuffers;
+  if (b.host == nullptr) {
+    if (cudaHostAlloc(&b.host, kStagingBytes, cudaHostAllocDefault) != cudaSuccess) {
+      cudaGetLastError();  // not sticky: clear it
+      b.host = nullptr;
+      h.staging_failed = true;
+      return nullptr;
+    }
+    if (absl::Status s = Check(cudaEventCreateWithFlags(&b.done, cudaEventDisableTiming),
+                               "cudaEventCreateWithFlags");
+        !s.ok()) {
+      return s;
+    }
+    return &b;
+  }
+  if (absl::Status s = Check(cudaEventSynchronize(b.done), "cudaEventSynchronize"); !s.ok()) {
+    return s;
+  }
+  return &b;
+}
+
+}  // namespace gpuflow::cuda
