@@ -1102,26 +1102,32 @@ def test_bad_input(ctx, request, code, fn):
             ctx.box.deaths.append((case_id, ctx.box.srv.proc.returncode))
 
 
+# The bounds below are far from both the right answer and the bug (hours of
+# warm-up, or the server's 30 s cap), so a slow or busy machine does not fail
+# them: tests are not benchmarks.
 def test_benchmark_warmup_counts_inside_max_duration(lone_server):
-    b = lone_server("--max_benchmark_duration=3s", "--compute_threads=1")
+    b = lone_server("--max_benchmark_duration=30s", "--compute_threads=1")
     sid = b.stub.CreateSession(service_pb2.CreateSessionRequest()).session_id
     upload(b.stub, sid, "x", F32, [4, 4], b"\0" * 64)
     req = benchmark_request(sid, TINY, n_warmup=INT32_MAX, n_repeat=10)
     req.max_duration.seconds = 1
     start = time.monotonic()
     try:
-        reply = b.stub.Benchmark(req, timeout=8)
+        reply = b.stub.Benchmark(req, timeout=40)
     except grpc.RpcError as e:
         pytest.fail(f"Benchmark(n_warmup=2**31-1, max_duration=1s): {e.code().name} after "
                     f"{time.monotonic() - start:.1f} s: {(e.details() or '')[:300]}")
     elapsed = time.monotonic() - start
-    assert elapsed < 4, f"took {elapsed:.1f} s"
+    assert elapsed < 10, f"took {elapsed:.1f} s with max_duration=1s"
     assert len(reply.cpu_seconds) <= 10
     # Idle again: a small call completes at once.
     b.stub.Execute(execute_request(sid, TINY, ["y"]), timeout=3)
     assert b.alive()
 
 
+# A pass over the outputs that is quadratic in their number takes minutes for
+# 300k; a linear one takes a few seconds, more on a busy machine. The bound
+# tells the two apart without timing the machine.
 def test_execute_with_300k_outputs_answers_quickly(lone_server):
     # Big enough messages for 300k outputs (request ~2.1 MB, reply ~7 MB).
     b = lone_server("--max_inline_bytes=16MiB", "--max_chunk_bytes=1MiB")
@@ -1132,13 +1138,13 @@ def test_execute_with_300k_outputs_answers_quickly(lone_server):
         req.outputs.add(node="abc"[i % 3], return_inline=True)
     start = time.monotonic()
     try:
-        reply = b.stub.Execute(req, timeout=20)
+        reply = b.stub.Execute(req, timeout=60)
     except grpc.RpcError as e:
         pytest.fail(f"300k outputs: {e.code().name} after {time.monotonic() - start:.1f} s: "
                     f"{(e.details() or '')[:300]}")
     elapsed = time.monotonic() - start
     assert len(reply.outputs) == 300_000
-    assert elapsed < 5, f"300k outputs took {elapsed:.1f} s"
+    assert elapsed < 30, f"300k outputs took {elapsed:.1f} s"
     assert b.alive()
     b.stub.KeepAlive(service_pb2.KeepAliveRequest(session_id=sid), timeout=5)
 

@@ -68,7 +68,8 @@ def test_benchmark_stops_after_max_duration(session):
     x = session.asarray(np.ones((256, 256), np.float32))
     start = time.monotonic()
     r = gf.benchmark(lambda x: x @ x, (x,), n_repeat=100_000, n_warmup=1, max_duration=0.3)
-    assert time.monotonic() - start < 5
+    # 100k repeats would take minutes; the bound leaves a busy machine room.
+    assert time.monotonic() - start < 15
     assert 1 <= r.cpu_times.size < 10_000_000
 
 

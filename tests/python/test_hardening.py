@@ -51,6 +51,12 @@ def start_call(stub, request):
     return t, box
 
 
+# The server exits within its 1 s grace plus 1 s; the bound adds room for a
+# busy machine and stays far below the work's own length (30 s or more), so
+# it still tells an exit in time from one that waits for the work.
+EXIT_BOUND = 1 + 1 + 5
+
+
 def server_with_work(make_server, steps, n, *args):
     srv = make_server("--shutdown_grace=1s", *args)
     client = gpuflow.connect(srv.target)
@@ -77,7 +83,7 @@ def test_shutdown_cancels_work_between_steps_and_logs_it(make_server):
     took = time.monotonic() - start
     thread.join(10)
     assert code == 0, srv.log()
-    assert took < 1 + 1 + 1.5, f"exit took {took:.1f} s with a 1 s grace"
+    assert took < EXIT_BOUND, f"exit took {took:.1f} s with a 1 s grace"
     assert box["error"] is not None and box["error"].code() in (
         grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED), box
     assert "method=Execute" in srv.log() and "code=CANCELLED" in srv.log(), srv.log()
@@ -95,7 +101,7 @@ def test_shutdown_exits_in_time_even_inside_one_long_step(make_server):
     srv.proc.send_signal(signal.SIGTERM)
     code = srv.proc.wait(timeout=20)
     took = time.monotonic() - start
-    assert took < 1 + 1 + 1.5, f"exit took {took:.1f} s with a 1 s grace"
+    assert took < EXIT_BOUND, f"exit took {took:.1f} s with a 1 s grace"
     assert code == 1, srv.log()
     assert "still running past --shutdown_grace + 1s" in srv.log()
     client.close()
