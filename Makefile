@@ -58,6 +58,7 @@ SOURCES = $(shell git ls-files '*.h' '*.cc' '*.cu' '*.cuh' 2>/dev/null)
 check-format: deps
 	@clang-format --dry-run --Werror $(SOURCES) && echo "check-format: $(words $(SOURCES)) files formatted"
 	@$(PYTHON) scripts/check_status_access.py
+	@$(PYTHON) scripts/check_layout.py
 
 # No absl::StatusOr value is read without a status check (.value(),
 # ValueOrDie, `*x` before `x.ok()`): scripts/check_status_access.py.
