@@ -4,9 +4,11 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -417,28 +419,50 @@ class Validator {
   // NumPy 2 (NEP 50) lets comparisons take a Python int outside the array's
   // range (`uint8_array < -3` is all false) instead of raising. Such a
   // comparison computes in int64 when the value fits it (exact for every
-  // integer dtype but uint64), else in float64.
-  void WidenComparisonWithOutOfRangeInt(ValidatedNode& v) const {
+  // integer dtype but uint64), else in float64. In float64 an integer array
+  // does not compare exactly with the value (`int64_max == 2**63` would be
+  // true), so each out-of-range value is replaced by -inf or +inf, which
+  // every value of the array's dtype lies strictly inside, as the value does.
+  // With no input but weak scalars nothing is known to be out of range of an
+  // array's dtype, and the values stay.
+  void WidenComparisonWithOutOfRangeInt(ValidatedNode& v) {
     static constexpr absl::string_view kComparisons[] = {"eq", "ne", "lt", "le", "gt", "ge"};
     if (std::find(std::begin(kComparisons), std::end(kComparisons), v.op->name) ==
             std::end(kComparisons) ||
         !IsInteger(v.type.compute_dtype)) {
       return;
     }
-    bool out_of_range = false;
+    std::vector<size_t> out_of_range;
     bool fits_int64 = true;
+    bool any_strong = false;
     for (size_t i = 0; i < v.inputs.size(); ++i) {
+      if (!v.input_types[i].weak) any_strong = true;
       if (v.inputs[i].kind != ValueRef::Kind::kLiteral) continue;
       const LiteralArray& literal = out_.literals[v.inputs[i].index];
       const ValueType& type = out_.literal_types[v.inputs[i].index];
       if (!type.weak || !IsInteger(type.dtype)) continue;
       if (CheckWeakIntLiteral(literal, v.type.compute_dtype).ok()) continue;
-      out_of_range = true;
+      out_of_range.push_back(i);
       fits_int64 = fits_int64 && CheckWeakIntLiteral(literal, DType::kInt64).ok();
     }
-    if (!out_of_range) return;
-    const bool exact_in_int64 = fits_int64 && v.type.compute_dtype != DType::kUInt64;
-    v.type.compute_dtype = exact_in_int64 ? DType::kInt64 : DType::kFloat64;
+    if (out_of_range.empty()) return;
+    if (fits_int64 && v.type.compute_dtype != DType::kUInt64) {
+      v.type.compute_dtype = DType::kInt64;
+      return;
+    }
+    v.type.compute_dtype = DType::kFloat64;
+    if (!any_strong) return;
+    for (const size_t i : out_of_range) {
+      const int index = v.inputs[i].index;
+      LiteralArray& literal = out_.literals[index];
+      // A weak int literal is int64 or uint64 (the latter above INT64_MAX).
+      const bool negative = literal.dtype == DType::kInt64 && LiteralHasNegative(literal);
+      const double bound = negative ? -std::numeric_limits<double>::infinity()
+                                    : std::numeric_limits<double>::infinity();
+      literal = ZeroDLiteral(DType::kFloat64, std::bit_cast<uint64_t>(bound));
+      out_.literal_types[index] = WeakFloatType();
+      v.input_types[i] = WeakFloatType();
+    }
   }
 
   // Checks that need the values of literal inputs.

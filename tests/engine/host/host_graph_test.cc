@@ -224,6 +224,38 @@ TEST(HostGraphTest, ShapesLinalgAndCreation) {
   }
 }
 
+// Regression (issue 23): int64_array == 2**63 gave true for INT64_MAX (the
+// comparison ran in float64, where INT64_MAX rounds to 2**63). NumPy 2
+// compares exactly: no int64 equals 2**63 and every int64 is below it.
+TEST(HostGraphTest, ComparisonsWithIntsBeyondTheDTypeAreExact) {
+  TestArray i64 = Empty(DType::kInt64, S({3}));
+  i64.SetBits(0, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+  i64.SetBits(1, static_cast<uint64_t>(std::numeric_limits<int64_t>::min()));
+  i64.SetBits(2, 0);
+  TestArray u64 = Empty(DType::kUInt64, S({2}));
+  u64.SetBits(0, 0);
+  u64.SetBits(1, ~uint64_t{0});
+  const std::map<std::string, TestArray> arrays = {{"i64", i64}, {"u64", u64}};
+  const Input two63 = Input::FromScalar(Scalar::UInt(uint64_t{1} << 63));
+  Graph g;
+  g.nodes = {
+      N("eq", "eq", {A("i64"), two63}),  N("ne", "ne", {A("i64"), two63}),
+      N("lt", "lt", {A("i64"), two63}),  N("le", "le", {two63, A("i64")}),
+      N("gt", "gt", {A("i64"), two63}),  N("ge", "ge", {A("i64"), two63}),
+      N("neg", "gt", {A("u64"), I(-1)}), N("negeq", "eq", {A("u64"), I(-1)}),
+  };
+  absl::StatusOr<std::map<std::string, TestArray>> r = Evaluate(g, arrays);
+  ASSERT_THAT(r, IsOk());
+  ExpectValues(r->at("eq"), {0, 0, 0});
+  ExpectValues(r->at("ne"), {1, 1, 1});
+  ExpectValues(r->at("lt"), {1, 1, 1});
+  ExpectValues(r->at("le"), {0, 0, 0});
+  ExpectValues(r->at("gt"), {0, 0, 0});
+  ExpectValues(r->at("ge"), {0, 0, 0});
+  ExpectValues(r->at("neg"), {1, 1});
+  ExpectValues(r->at("negeq"), {0, 0});
+}
+
 TEST(HostGraphTest, DataDependentErrorsNameTheNode) {
   const std::map<std::string, TestArray> arrays = {{"e", Empty(DType::kFloat32, S({0}))}};
   Graph g;

@@ -356,6 +356,37 @@ TEST_F(ValidateTest, ComparisonsWithOutOfRangeWeakIntsWiden) {
   EXPECT_EQ(v->nodes[0].type.compute_dtype, DType::kUInt8);
 }
 
+// Regression (issue 23): int64_array == 2**63 compared in float64, where
+// INT64_MAX rounds to 2**63 and compared equal. A value that no integer dtype
+// holds together with the array's becomes an infinity of its sign, which
+// compares with every value of the array as the value itself does.
+TEST_F(ValidateTest, ComparisonsInFloat64TakeOutOfRangeIntsAsInfinities) {
+  const Input two63 = Input::FromScalar(Scalar::UInt(uint64_t{1} << 63));
+  absl::StatusOr<ValidatedGraph> v = Validate({N("y", "eq", {A("i64"), two63})});
+  ASSERT_THAT(v, IsOk());
+  EXPECT_EQ(v->nodes[0].type.compute_dtype, DType::kFloat64);
+  const LiteralArray& literal = v->literals[v->nodes[0].inputs[1].index];
+  ASSERT_EQ(literal.dtype, DType::kFloat64);
+  double value = 0;
+  std::memcpy(&value, literal.bytes.data(), sizeof(value));
+  EXPECT_EQ(value, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(v->nodes[0].input_types[1].dtype, DType::kFloat64);
+  EXPECT_TRUE(v->nodes[0].input_types[1].weak);
+  // uint64 against a negative value: -inf.
+  v = Validate({N("y", "ge", {I(-1), A("u64")})});
+  ASSERT_THAT(v, IsOk());
+  std::memcpy(&value, v->literals[v->nodes[0].inputs[0].index].bytes.data(), sizeof(value));
+  EXPECT_EQ(value, -std::numeric_limits<double>::infinity());
+  // Values that int64 holds keep the int64 comparison and their value.
+  v = Validate({N("y", "lt", {A("i8"), I(300)})});
+  ASSERT_THAT(v, IsOk());
+  EXPECT_EQ(v->literals[v->nodes[0].inputs[1].index].dtype, DType::kInt64);
+  // Two weak scalars: nothing is out of an array's range; the values stay.
+  v = Validate({N("y", "eq", {two63, I(1)})});
+  ASSERT_THAT(v, IsOk());
+  EXPECT_EQ(v->literals[v->nodes[0].inputs[0].index].dtype, DType::kUInt64);
+}
+
 TEST_F(ValidateTest, WeakIntThatFitsOrIsNotConvertedIsFine) {
   EXPECT_THAT(ValidateOne(N("y", "add", {A("i16"), I(300)})), IsOk());
   EXPECT_THAT(ValidateOne(N("y", "add", {A("i8"), I(-128)})), IsOk());
