@@ -3,19 +3,47 @@
 # are missing (as root, or through sudo). Safe to run again: it installs
 # nothing when everything is present. The CUDA toolkit is optional and is
 # never installed here (it is used when found at /usr/local/cuda).
+#
+#   scripts/install_deps.sh           build and test (make test)
+#   scripts/install_deps.sh --build   only what building gpuflowd and gpuflow
+#                                     takes (the Dockerfile's build stages:
+#                                     Debian 12, or Ubuntu 24.04 for CUDA)
+#   scripts/install_deps.sh --image   make test's and a container engine's
+#                                     (make test-image: podman, debootstrap)
 set -euo pipefail
+
+mode=${1:-test}
+case $mode in
+  test | --build | --image) ;;
+  *) echo "usage: $0 [--build | --image]" >&2; exit 2 ;;
+esac
 
 packages=(
   cmake ninja-build g++ pkg-config make
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
-  libcivetweb-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcivetweb-dev libssl-dev
+)
+if [ "$mode" != --build ]; then
+  packages+=(
+  libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
   # make fuzz: clang with libFuzzer (tests/fuzz)
   clang libfuzzer-14-dev
   python3 python3-grpcio python3-protobuf python3-numpy python3-pytest
-  # promtool and a real Prometheus for tests/python/test_observability.py
+  # promtool and a real Prometheus for tests/python/test_observability.py,
+  # test_deploy_alerts.py and test_deploy_dashboard.py
   prometheus
-)
+  # test_deploy_manifests.py reads the rendered manifests
+  python3-yaml
+  )
+  # `kubectl kustomize` for test_deploy_manifests.py. Debian's kubectl is
+  # kubernetes-client; a kubectl already installed from elsewhere (another
+  # package owning /usr/bin/kubectl) is used as it is.
+  command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
+fi
+if [ "$mode" = --image ]; then
+  packages+=(podman buildah debootstrap crun uidmap)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,31 @@
+"""Helpers shared by the deploy/ tests (test_deploy_*.py)."""
+
+import importlib.machinery
+import importlib.util
+
+import grpc
+
+from conftest import ROOT
+
+HEALTH_SCRIPT = ROOT / "deploy" / "image" / "gpuflow-health"
+
+
+def load_health_script():
+    """deploy/image/gpuflow-health as a module (the file has no .py suffix)."""
+    loader = importlib.machinery.SourceFileLoader("gpuflow_health", str(HEALTH_SCRIPT))
+    spec = importlib.util.spec_from_loader("gpuflow_health", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def health_status(channel, service):
+    """grpc.health.v1 Check of `service`: SERVING, NOT_SERVING, ... or the
+    gRPC code's name when the call fails (NOT_FOUND for an unknown service)."""
+    health = load_health_script()
+    check = channel.unary_unary("/grpc.health.v1.Health/Check")
+    try:
+        reply = check(health.encode_request(service), timeout=10)
+    except grpc.RpcError as e:
+        return e.code().name
+    return health.STATUS_NAMES[health.decode_status(reply)]
