@@ -35,6 +35,8 @@ if [ "$mode" != --build ]; then
   prometheus
   # test_deploy_manifests.py reads the rendered manifests
   python3-yaml
+  # test_security.py and tls_credentials_test make TLS certificates with it
+  openssl
   )
   # `kubectl kustomize` for test_deploy_manifests.py. Debian's kubectl is
   # kubernetes-client; a kubectl already installed from elsewhere (another

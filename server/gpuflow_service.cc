@@ -14,6 +14,7 @@
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
 #include "server/request_control.h"
+#include "server/retry_hint.h"
 #include "server/upload_stream.h"
 
 #ifndef GPUFLOW_VERSION
@@ -47,27 +48,58 @@ void FillSessionInfo(const Session& session, v1::SessionInfo* info) {
 
 GpuFlowService::GpuFlowService(Backend& backend, SessionRegistry& registry, PlanCache& plans,
                                GraphRunner& runner, ComputePool& pool, ServiceOptions options,
-                               Telemetry telemetry)
+                               Telemetry telemetry, const CallAuthenticator* auth)
     : backend_(backend),
       registry_(registry),
       plans_(plans),
       runner_(runner),
       pool_(pool),
       options_(options),
-      telemetry_(telemetry) {}
+      telemetry_(telemetry),
+      own_auth_(auth != nullptr ? nullptr
+                                : std::make_unique<CallAuthenticator>(
+                                      nullptr, std::make_shared<Tenant>("", TenantLimits{}))),
+      auth_(auth != nullptr ? auth : own_auth_.get()) {}
+
+void GpuFlowService::AddRetryHint(grpc::ServerContextBase* context, const absl::Status& status) {
+  if (std::optional<absl::Duration> after = RetryAfter(status)) {
+    context->AddTrailingMetadata("grpc-retry-pushback-ms",
+                                 absl::StrCat(absl::ToInt64Milliseconds(*after)));
+  }
+}
 
 grpc::ServerUnaryReactor* GpuFlowService::Finish(grpc::CallbackServerContext* context,
                                                  RpcObserver& call, const absl::Status& status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  AddRetryHint(context, status);
   reactor->Finish(call.Finish(status));
   return reactor;
 }
 
-absl::StatusOr<std::shared_ptr<Session>> GpuFlowService::FindSession(const std::string& id) {
+absl::Status GpuFlowService::Admit(grpc::CallbackServerContext* context, RpcObserver& call) const {
+  AuthResult who = auth_->Authenticate(*context);
+  if (who.tenant == nullptr) {
+    call.set_auth_failure(who.failure, context->peer());
+    return CallAuthenticator::Refusal();
+  }
+  call.set_tenant(who.tenant);
+  absl::StatusOr<Tenant::RequestSlot> slot = who.tenant->BeginRequest();
+  if (!slot.ok()) return slot.status();
+  call.set_request_slot(*std::move(slot));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<Session>> GpuFlowService::FindSession(const std::string& id,
+                                                                     const Tenant* tenant) {
   if (!backend_.healthy()) {
     return absl::UnavailableError(absl::StrCat("the ", backend_.name(), " backend is unhealthy"));
   }
-  return registry_.Get(id);
+  return registry_.Get(id, tenant);
+}
+
+CallerPermissions GpuFlowService::PermissionsOf(const Tenant& tenant) const {
+  return {.raw_kernels = tenant.anonymous() || tenant.limits().allow_raw_kernels,
+          .who = tenant.Describe()};
 }
 
 // ---------------------------------------------------------------- info
@@ -76,14 +108,27 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
                                                         const v1::GetServerInfoRequest* /*request*/,
                                                         v1::ServerInfo* response) {
   RpcObserver call(telemetry_, RpcMethod::kGetServerInfo);
+  if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
+  const Tenant& tenant = *call.tenant();
+  const TenantLimits tenant_limits = tenant.limits();
+  // The smaller of the server's limit and the tenant's (<= 0: none).
+  auto tightest = [](int64_t server, int64_t own) {
+    if (own <= 0) return server;
+    return server <= 0 ? own : std::min(server, own);
+  };
   response->set_version(GPUFLOW_VERSION);
   response->set_backend(std::string(backend_.name()));
   response->set_device(backend_.device_description());
   response->set_healthy(backend_.healthy());
-  response->set_active_sessions(registry_.size());
+  response->set_tenant(tenant.name());
+  // A tenant sees its own sessions only, and nothing of the caches' use,
+  // which would tell it about the other tenants' work.
+  response->set_active_sessions(auth_->enabled() ? registry_.sessions_of(&tenant)
+                                                 : registry_.size());
   const SessionRegistryOptions& sessions = registry_.options();
   v1::Limits* limits = response->mutable_limits();
-  limits->set_max_sessions(sessions.max_sessions);
+  limits->set_max_sessions(
+      static_cast<int32_t>(tightest(sessions.max_sessions, tenant_limits.max_sessions)));
   limits->set_default_session_memory_limit_bytes(sessions.default_memory_limit_bytes);
   limits->set_max_session_memory_limit_bytes(sessions.max_memory_limit_bytes);
   limits->set_max_array_bytes(options_.max_array_bytes);
@@ -91,7 +136,10 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   limits->set_max_inline_bytes(options_.max_inline_bytes);
   limits->set_max_graph_nodes(options_.max_graph_nodes);
   limits->set_max_message_bytes(options_.max_message_bytes);
-  limits->set_max_memory_bytes(std::max<int64_t>(0, registry_.budget().limit()));
+  limits->set_max_memory_bytes(
+      std::max<int64_t>(0, tightest(registry_.budget().limit(), tenant_limits.max_memory_bytes)));
+  limits->set_max_concurrent_requests(std::max(0, tenant_limits.max_concurrent_requests));
+  limits->set_allow_raw_kernels(runner_.allows_raw_kernels() && PermissionsOf(tenant).raw_kernels);
   DurationToProto(options_.max_request_duration, limits->mutable_max_request_duration());
   limits->set_max_arrays_per_session(sessions.max_arrays_per_session);
   limits->set_max_benchmark_repeats(options_.max_benchmark_repeats);
@@ -99,6 +147,7 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   DurationToProto(sessions.max_idle_ttl, limits->mutable_max_session_idle_ttl());
   for (const DTypeInfo& info : AllDTypes()) response->add_dtypes(DTypeToProto(info.dtype));
   FillOpInfos(OpRegistry::Default(), response->mutable_ops());
+  if (auth_->enabled()) return Finish(context, call, absl::OkStatus());
   const PlanCache::Stats plan_stats = plans_.stats();
   v1::CacheStats* plan_cache = response->mutable_plan_cache();
   plan_cache->set_memory_hits(plan_stats.hits);
@@ -126,11 +175,13 @@ grpc::ServerUnaryReactor* GpuFlowService::CreateSession(grpc::CallbackServerCont
                                                         v1::SessionInfo* response) {
   RpcObserver call(telemetry_, RpcMethod::kCreateSession);
   call.set_session_label(request->label());
+  if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
   if (!backend_.healthy()) {
     return Finish(context, call, absl::UnavailableError("the backend is unhealthy"));
   }
   SessionOptions options;
   options.label = request->label();
+  options.tenant = call.tenant();
   options.memory_limit_bytes = request->memory_limit_bytes();
   if (request->has_idle_ttl()) options.idle_ttl = DurationFromProto(request->idle_ttl());
   absl::StatusOr<std::shared_ptr<Session>> session = registry_.Create(options);
@@ -145,10 +196,12 @@ grpc::ServerUnaryReactor* GpuFlowService::CloseSession(grpc::CallbackServerConte
                                                        v1::CloseSessionResponse* response) {
   RpcObserver call(telemetry_, RpcMethod::kCloseSession);
   call.set_session_id(request->session_id());
-  if (std::shared_ptr<Session> session = registry_.Peek(request->session_id())) {
+  if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
+  const Tenant* tenant = call.tenant().get();
+  if (std::shared_ptr<Session> session = registry_.Peek(request->session_id(), tenant)) {
     call.set_session(*session);
   }
-  absl::StatusOr<int64_t> freed = registry_.Close(request->session_id());
+  absl::StatusOr<int64_t> freed = registry_.Close(request->session_id(), tenant);
   if (freed.ok()) response->set_freed_bytes(*freed);
   return Finish(context, call, freed.status());
 }
@@ -158,7 +211,9 @@ grpc::ServerUnaryReactor* GpuFlowService::KeepAlive(grpc::CallbackServerContext*
                                                     v1::SessionInfo* response) {
   RpcObserver call(telemetry_, RpcMethod::kKeepAlive);
   call.set_session_id(request->session_id());
-  absl::StatusOr<std::shared_ptr<Session>> session = FindSession(request->session_id());
+  if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
+  absl::StatusOr<std::shared_ptr<Session>> session =
+      FindSession(request->session_id(), call.tenant().get());
   if (session.ok()) {
     call.set_session(**session);
     FillSessionInfo(**session, response);
@@ -184,6 +239,11 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<grpc:
                 {.max_array_bytes = service.options_.max_array_bytes,
                  .max_chunk_bytes = service.options_.max_chunk_bytes}),
         call_(service.telemetry_, RpcMethod::kUploadArray) {
+    if (absl::Status s = service.Admit(context, call_); !s.ok()) {
+      FinishUpload(s);
+      return;
+    }
+    upload_.set_tenant(call_.tenant().get());
     StartRead(&message_);
   }
 
@@ -263,6 +323,7 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<grpc:
   void FinishUpload(const absl::Status& status) {
     if (!status.ok()) upload_.Abort();
     close_hook_ = Session::CloseHook();
+    AddRetryHint(context_, status);
     Finish(call_.Finish(status));
   }
 
@@ -323,13 +384,16 @@ class GpuFlowService::DownloadReactor final
   void End(const absl::Status& status) {
     close_hook_ = Session::CloseHook();
     array_ = Array();
+    AddRetryHint(context_, status);
     Finish(call_.Finish(status));
   }
 
   absl::Status Start(GpuFlowService& service, const v1::DownloadArrayRequest& request) {
     backend_ = &service.backend_;
     call_.set_session_id(request.session_id());
-    absl::StatusOr<std::shared_ptr<Session>> session = service.FindSession(request.session_id());
+    if (absl::Status s = service.Admit(context_, call_); !s.ok()) return s;
+    absl::StatusOr<std::shared_ptr<Session>> session =
+        service.FindSession(request.session_id(), call_.tenant().get());
     if (!session.ok()) return session.status();
     session_ = std::move(*session);
     call_.set_session(*session_);
@@ -397,7 +461,9 @@ grpc::ServerUnaryReactor* GpuFlowService::ListArrays(grpc::CallbackServerContext
                                                      v1::ListArraysResponse* response) {
   RpcObserver call(telemetry_, RpcMethod::kListArrays);
   call.set_session_id(request->session_id());
-  absl::StatusOr<std::shared_ptr<Session>> session = FindSession(request->session_id());
+  if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
+  absl::StatusOr<std::shared_ptr<Session>> session =
+      FindSession(request->session_id(), call.tenant().get());
   if (!session.ok()) return Finish(context, call, session.status());
   call.set_session(**session);
   for (const ArrayEntry& entry : (*session)->ListArrays()) {
@@ -414,7 +480,9 @@ grpc::ServerUnaryReactor* GpuFlowService::GetArrayInfo(grpc::CallbackServerConte
                                                        v1::ArrayInfo* response) {
   RpcObserver call(telemetry_, RpcMethod::kGetArrayInfo);
   call.set_session_id(request->session_id());
-  absl::StatusOr<std::shared_ptr<Session>> session = FindSession(request->session_id());
+  if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
+  absl::StatusOr<std::shared_ptr<Session>> session =
+      FindSession(request->session_id(), call.tenant().get());
   if (!session.ok()) return Finish(context, call, session.status());
   call.set_session(**session);
   absl::StatusOr<Array> array = (*session)->GetArray(request->name());
@@ -427,7 +495,9 @@ grpc::ServerUnaryReactor* GpuFlowService::DeleteArray(grpc::CallbackServerContex
                                                       v1::DeleteArrayResponse* response) {
   RpcObserver call(telemetry_, RpcMethod::kDeleteArray);
   call.set_session_id(request->session_id());
-  absl::StatusOr<std::shared_ptr<Session>> session = FindSession(request->session_id());
+  if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
+  absl::StatusOr<std::shared_ptr<Session>> session =
+      FindSession(request->session_id(), call.tenant().get());
   if (!session.ok()) return Finish(context, call, session.status());
   call.set_session(**session);
   absl::StatusOr<int64_t> freed = (*session)->DeleteArray(request->name());
@@ -439,11 +509,14 @@ grpc::ServerUnaryReactor* GpuFlowService::DeleteArray(grpc::CallbackServerContex
 
 grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(
     grpc::CallbackServerContext* context, RpcObserver call, const std::string& session_id,
-    std::function<absl::Status(Session&, RunControl&)> work) {
+    std::function<absl::Status(Session&, RunControl&, const CallerPermissions&)> work) {
   call.set_session_id(session_id);
-  absl::StatusOr<std::shared_ptr<Session>> session = FindSession(session_id);
+  if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
+  absl::StatusOr<std::shared_ptr<Session>> session = FindSession(session_id, call.tenant().get());
   if (!session.ok()) return Finish(context, call, session.status());
   call.set_session(**session);
+  const std::string group = call.tenant()->name();
+  CallerPermissions caller = PermissionsOf(*call.tenant());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // std::function needs a copyable task, so the observer travels by pointer.
   auto observer = std::make_shared<RpcObserver>(std::move(call));
@@ -451,17 +524,21 @@ grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(
   const std::string key = (*session)->id();
   // The session does not expire while its request waits or runs.
   auto running = std::make_shared<Session::RequestScope>(registry_.BeginRequest(*session));
-  pool_.Submit(key, [this, context, reactor, observer, running, session = *std::move(session),
-                     work = std::move(work)] {
-    absl::Status status;
-    {
-      RequestControl control(context, session.get(), options_.max_request_duration);
-      // A call cancelled while it queued does not start.
-      status = control.CheckContinue();
-      if (status.ok()) status = work(*session, control);
-    }
-    reactor->Finish(observer->Finish(EndedAs(context, status)));
-  });
+  // Tenants take turns, then their sessions.
+  pool_.Submit(group, key,
+               [this, context, reactor, observer, running, session = *std::move(session),
+                work = std::move(work), caller = std::move(caller)] {
+                 absl::Status status;
+                 {
+                   RequestControl control(context, session.get(), options_.max_request_duration);
+                   // A call cancelled while it queued does not start.
+                   status = control.CheckContinue();
+                   if (status.ok()) status = work(*session, control, caller);
+                 }
+                 status = EndedAs(context, status);
+                 AddRetryHint(context, status);
+                 reactor->Finish(observer->Finish(status));
+               });
   return reactor;
 }
 
@@ -490,8 +567,9 @@ void GpuFlowService::ObserveCompiles(RpcMethod method, const std::string& sessio
 }
 
 absl::Status GpuFlowService::ObservedExecute(Session& session, const v1::ExecuteRequest& request,
-                                             v1::ExecuteResponse* response, RunControl& control) {
-  absl::Status status = runner_.Execute(session, request, response, &control);
+                                             v1::ExecuteResponse* response, RunControl& control,
+                                             const CallerPermissions& caller) {
+  absl::Status status = runner_.Execute(session, request, response, &control, caller);
   if (!status.ok()) return status;
   const v1::Timings& timings = response->timings();
   if (telemetry_.metrics != nullptr) {
@@ -510,9 +588,9 @@ absl::Status GpuFlowService::ObservedExecute(Session& session, const v1::Execute
 
 absl::Status GpuFlowService::ObservedBenchmark(Session& session,
                                                const v1::BenchmarkRequest& request,
-                                               v1::BenchmarkResponse* response,
-                                               RunControl& control) {
-  absl::Status status = runner_.Benchmark(session, request, response, &control);
+                                               v1::BenchmarkResponse* response, RunControl& control,
+                                               const CallerPermissions& caller) {
+  absl::Status status = runner_.Benchmark(session, request, response, &control, caller);
   if (!status.ok()) return status;
   response->set_device(backend_.device());
   // Kernels compile in the first run only.
@@ -525,8 +603,9 @@ absl::Status GpuFlowService::ObservedBenchmark(Session& session,
 grpc::ServerUnaryReactor* GpuFlowService::Execute(grpc::CallbackServerContext* context,
                                                   const v1::ExecuteRequest* request,
                                                   v1::ExecuteResponse* response) {
-  auto work = [this, request, response](Session& session, RunControl& control) {
-    return ObservedExecute(session, *request, response, control);
+  auto work = [this, request, response](Session& session, RunControl& control,
+                                        const CallerPermissions& caller) {
+    return ObservedExecute(session, *request, response, control, caller);
   };
   return RunOnPool(context, RpcObserver(telemetry_, RpcMethod::kExecute), request->session_id(),
                    std::move(work));
@@ -535,8 +614,9 @@ grpc::ServerUnaryReactor* GpuFlowService::Execute(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* GpuFlowService::Benchmark(grpc::CallbackServerContext* context,
                                                     const v1::BenchmarkRequest* request,
                                                     v1::BenchmarkResponse* response) {
-  auto work = [this, request, response](Session& session, RunControl& control) {
-    return ObservedBenchmark(session, *request, response, control);
+  auto work = [this, request, response](Session& session, RunControl& control,
+                                        const CallerPermissions& caller) {
+    return ObservedBenchmark(session, *request, response, control, caller);
   };
   return RunOnPool(context, RpcObserver(telemetry_, RpcMethod::kBenchmark), request->session_id(),
                    std::move(work));
@@ -546,23 +626,27 @@ grpc::ServerUnaryReactor* GpuFlowService::Precompile(grpc::CallbackServerContext
                                                      const v1::PrecompileRequest* request,
                                                      v1::PrecompileResponse* response) {
   RpcObserver call(telemetry_, RpcMethod::kPrecompile);
+  if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
   if (!backend_.healthy()) {
     return Finish(context, call, absl::UnavailableError("the backend is unhealthy"));
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const std::string group = call.tenant()->name();
+  CallerPermissions caller = PermissionsOf(*call.tenant());
   auto observer = std::make_shared<RpcObserver>(std::move(call));
-  pool_.Submit([this, context, reactor, observer, request, response] {
-    absl::Status status;
-    {
-      RequestControl control(context, /*session=*/nullptr, options_.max_request_duration);
-      status = runner_.Precompile(*request, response, &control);
-    }
-    if (status.ok()) {
-      ObserveCompiles(RpcMethod::kPrecompile, "", response->kernels_compiled(),
-                      response->compile_seconds(), response->kernels_cached());
-    }
-    reactor->Finish(observer->Finish(EndedAs(context, status)));
-  });
+  pool_.Submit(
+      group, "", [this, context, reactor, observer, request, response, caller = std::move(caller)] {
+        absl::Status status;
+        {
+          RequestControl control(context, /*session=*/nullptr, options_.max_request_duration);
+          status = runner_.Precompile(*request, response, &control, caller);
+        }
+        if (status.ok()) {
+          ObserveCompiles(RpcMethod::kPrecompile, "", response->kernels_compiled(),
+                          response->compile_seconds(), response->kernels_cached());
+        }
+        reactor->Finish(observer->Finish(EndedAs(context, status)));
+      });
   return reactor;
 }
 

@@ -2,20 +2,30 @@
 // server info. It translates protobuf to engine calls and absl::Status to
 // grpc::Status; it holds no state of its own beyond what it is given.
 //
-//   GpuFlowService service(backend, registry, options);
+//   GpuFlowService service(backend, registry, plans, runner, pool, options, telemetry, &auth);
 //   builder.RegisterService(&service);
+//
+// Every call is admitted first: its tenant authenticated (CallAuthenticator;
+// UNAUTHENTICATED, the same for every reason) and a slot taken from that
+// tenant's max_concurrent_requests (RESOURCE_EXHAUSTED). A call then sees
+// only its tenant's sessions: another tenant's session id is NOT_FOUND,
+// exactly as an unknown one. Refusals of shared limits carry the
+// `grpc-retry-pushback-ms` trailer (retry_hint.h).
 //
 // Thread-safe: gRPC calls it from many threads at once.
 #ifndef GPUFLOW_SERVER_GPUFLOW_SERVICE_H_
 #define GPUFLOW_SERVER_GPUFLOW_SERVICE_H_
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/time/time.h"
 #include "engine/backend.h"
 #include "engine/plan/plan.h"
 #include "gpuflow/v1/service.grpc.pb.h"
+#include "server/call_auth.h"
 #include "server/compute_pool.h"
 #include "server/graph_runner.h"
 #include "server/rpc_observer.h"
@@ -46,10 +56,13 @@ struct ServiceOptions {
 class GpuFlowService final
     : public v1::GpuFlow::WithRawCallbackMethod_UploadArray<v1::GpuFlow::CallbackService> {
  public:
-  // Everything passed in must outlive the service. Graph work runs on `pool`.
-  // Every call is reported to `telemetry` (metrics, request log, health).
+  // Everything passed in must outlive the service. Graph work runs on `pool`,
+  // in the group of the caller's tenant. Every call is reported to
+  // `telemetry` (metrics, request log, health). `auth` null: no tenants,
+  // every caller is one anonymous tenant without limits.
   GpuFlowService(Backend& backend, SessionRegistry& registry, PlanCache& plans, GraphRunner& runner,
-                 ComputePool& pool, ServiceOptions options, Telemetry telemetry = {});
+                 ComputePool& pool, ServiceOptions options, Telemetry telemetry = {},
+                 const CallAuthenticator* auth = nullptr);
 
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const v1::GetServerInfoRequest* request,
@@ -90,30 +103,42 @@ class GpuFlowService final
   class UploadReactor;
   class DownloadReactor;
 
-  // UNAVAILABLE when the backend is unhealthy, else the live session.
-  absl::StatusOr<std::shared_ptr<Session>> FindSession(const std::string& id);
+  // Authenticates the call and takes a request slot of its tenant, both
+  // recorded on `call` (which holds the slot until it finishes).
+  absl::Status Admit(grpc::CallbackServerContext* context, RpcObserver& call) const;
+
+  // UNAVAILABLE when the backend is unhealthy, else the live session of
+  // `tenant`.
+  absl::StatusOr<std::shared_ptr<Session>> FindSession(const std::string& id, const Tenant* tenant);
+
+  // What raw kernels and the like the caller may use.
+  CallerPermissions PermissionsOf(const Tenant& tenant) const;
 
   // Finds the session, then runs `work` on the compute pool and finishes the
   // call with its status.
   // The work gets the call's RequestControl (deadline, cancellation,
   // quota for intermediates).
-  grpc::ServerUnaryReactor* RunOnPool(grpc::CallbackServerContext* context, RpcObserver call,
-                                      const std::string& session_id,
-                                      std::function<absl::Status(Session&, RunControl&)> work);
+  grpc::ServerUnaryReactor* RunOnPool(
+      grpc::CallbackServerContext* context, RpcObserver call, const std::string& session_id,
+      std::function<absl::Status(Session&, RunControl&, const CallerPermissions&)> work);
   // What the call's log line and metrics record: `status`, or CANCELLED when
   // the client is no longer there to receive it.
   static absl::Status EndedAs(grpc::CallbackServerContext* context, const absl::Status& status);
   // The runner's Execute and Benchmark, plus their metrics and debug logs.
   absl::Status ObservedExecute(Session& session, const v1::ExecuteRequest& request,
-                               v1::ExecuteResponse* response, RunControl& control);
+                               v1::ExecuteResponse* response, RunControl& control,
+                               const CallerPermissions& caller);
   absl::Status ObservedBenchmark(Session& session, const v1::BenchmarkRequest& request,
-                                 v1::BenchmarkResponse* response, RunControl& control);
+                                 v1::BenchmarkResponse* response, RunControl& control,
+                                 const CallerPermissions& caller);
   // Counts and logs (at debug) kernels a request compiled.
   void ObserveCompiles(RpcMethod method, const std::string& session_label, int kernels,
                        double seconds, int cached);
   // Finishes a unary call through its observer.
   static grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context, RpcObserver& call,
                                           const absl::Status& status);
+  // Adds the retry trailer to a call ending with a retryable refusal.
+  static void AddRetryHint(grpc::ServerContextBase* context, const absl::Status& status);
 
   Backend& backend_;
   SessionRegistry& registry_;
@@ -122,6 +147,9 @@ class GpuFlowService final
   ComputePool& pool_;
   const ServiceOptions options_;
   const Telemetry telemetry_;
+  // Without `auth`: an authenticator of one anonymous tenant.
+  std::unique_ptr<CallAuthenticator> own_auth_;
+  const CallAuthenticator* auth_;
 };
 
 }  // namespace gpuflow::server

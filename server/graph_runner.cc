@@ -103,7 +103,7 @@ GraphRunner::GraphRunner(Backend& backend, PlanCache& plans, GraphLimits limits)
 
 absl::StatusOr<GraphRunner::Prepared> GraphRunner::Prepare(
     const v1::Graph& proto, const ArrayTypeLookup& lookup,
-    const std::vector<std::string>& output_ids) {
+    const std::vector<std::string>& output_ids, const CallerPermissions& caller) {
   if (proto.nodes_size() > limits_.max_graph_nodes) {
     return absl::ResourceExhaustedError(absl::StrCat("graph has ", proto.nodes_size(),
                                                      " nodes, more than --max_graph_nodes (",
@@ -118,15 +118,21 @@ absl::StatusOr<GraphRunner::Prepared> GraphRunner::Prepare(
       *graph, lookup,
       {.max_graph_nodes = limits_.max_graph_nodes, .max_inline_bytes = limits_.max_inline_bytes});
   if (!validated.ok()) return validated.status();
-  if (!limits_.allow_raw_kernels) {
+  if (!limits_.allow_raw_kernels || !caller.raw_kernels) {
     for (const ValidatedNode& node : validated->nodes) {
-      if (node.op->name == "raw_kernel") {
+      if (node.op->name != "raw_kernel") continue;
+      if (!limits_.allow_raw_kernels) {
         return absl::PermissionDeniedError(absl::StrCat(
             "node ", Echo(node.id),
             " (raw_kernel): raw kernels are disabled on this server; start gpuflowd with "
             "--allow_raw_kernels to accept them (their code can touch any memory of the "
             "process)"));
       }
+      return absl::PermissionDeniedError(
+          absl::StrCat("node ", Echo(node.id), " (raw_kernel): raw kernels are not allowed for ",
+                       caller.who.empty() ? std::string("this caller") : caller.who,
+                       " (allow_raw_kernels in --auth_tokens_file: their code can touch any "
+                       "memory of the process)"));
     }
   }
   prepared.graph = *std::move(validated);
@@ -161,7 +167,8 @@ absl::StatusOr<GraphRunner::Prepared> GraphRunner::Prepare(
 }
 
 absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& request,
-                                  v1::ExecuteResponse* response, RunControl* control) {
+                                  v1::ExecuteResponse* response, RunControl* control,
+                                  const CallerPermissions& caller) {
   const absl::Time start = absl::Now();
   if (request.outputs_size() == 0) {
     return absl::InvalidArgumentError("Execute needs at least one output");
@@ -180,7 +187,8 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
     output_ids.push_back(spec.node());
   }
   ArraySnapshot snapshot(session);
-  absl::StatusOr<Prepared> prepared = Prepare(request.graph(), snapshot.Lookup(), output_ids);
+  absl::StatusOr<Prepared> prepared =
+      Prepare(request.graph(), snapshot.Lookup(), output_ids, caller);
   if (!prepared.ok()) return prepared.status();
 
   // Results are checked against the limits before anything runs: each
@@ -293,7 +301,8 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
 }
 
 absl::Status GraphRunner::Benchmark(Session& session, const v1::BenchmarkRequest& request,
-                                    v1::BenchmarkResponse* response, RunControl* control) {
+                                    v1::BenchmarkResponse* response, RunControl* control,
+                                    const CallerPermissions& caller) {
   const int n_warmup = request.has_n_warmup() ? request.n_warmup() : 10;
   const int n_repeat = request.has_n_repeat() ? request.n_repeat() : 10000;
   if (n_warmup < 0 || n_repeat < 1) {
@@ -313,7 +322,8 @@ absl::Status GraphRunner::Benchmark(Session& session, const v1::BenchmarkRequest
 
   std::vector<std::string> output_ids(request.output_nodes().begin(), request.output_nodes().end());
   ArraySnapshot snapshot(session);
-  absl::StatusOr<Prepared> prepared = Prepare(request.graph(), snapshot.Lookup(), output_ids);
+  absl::StatusOr<Prepared> prepared =
+      Prepare(request.graph(), snapshot.Lookup(), output_ids, caller);
   if (!prepared.ok()) return prepared.status();
   // The outputs of one run live on the device until the next starts.
   int64_t output_bytes = 0;
@@ -367,7 +377,8 @@ absl::Status GraphRunner::Benchmark(Session& session, const v1::BenchmarkRequest
 }
 
 absl::Status GraphRunner::Precompile(const v1::PrecompileRequest& request,
-                                     v1::PrecompileResponse* response, RunControl* control) {
+                                     v1::PrecompileResponse* response, RunControl* control,
+                                     const CallerPermissions& caller) {
   ArrayTypeLookup lookup = [&](const std::string& name) -> absl::StatusOr<ValueType> {
     auto it = request.array_types().find(name);
     if (it == request.array_types().end()) {
@@ -383,7 +394,7 @@ absl::Status GraphRunner::Precompile(const v1::PrecompileRequest& request,
     if (control != nullptr) {
       if (absl::Status s = control->CheckContinue(); !s.ok()) return s;
     }
-    absl::StatusOr<Prepared> prepared = Prepare(request.graphs(i), lookup, {});
+    absl::StatusOr<Prepared> prepared = Prepare(request.graphs(i), lookup, {}, caller);
     if (!prepared.ok()) {
       return absl::Status(prepared.status().code(),
                           absl::StrCat("graph ", i, ": ", prepared.status().message()));

@@ -32,8 +32,18 @@ struct GraphLimits {
   // Most timed repeats one Benchmark may ask for, so its reply stays small
   // (each repeat adds two doubles).
   int32_t max_benchmark_repeats = 100000;
-  // raw_kernel nodes run arbitrary CUDA code; PERMISSION_DENIED unless set.
+  // raw_kernel nodes run arbitrary CUDA code; PERMISSION_DENIED unless set
+  // (and, per caller, CallerPermissions::raw_kernels).
   bool allow_raw_kernels = false;
+};
+
+// Who runs a request, for what only some callers may do (a tenant's
+// allow_raw_kernels). The defaults leave it to the server's GraphLimits.
+struct CallerPermissions {
+  // raw_kernel nodes, besides GraphLimits::allow_raw_kernels.
+  bool raw_kernels = true;
+  // Names the caller in a refusal ("tenant team-a").
+  std::string who{};
 };
 
 class GraphRunner {
@@ -47,26 +57,32 @@ class GraphRunner {
   // whole request succeeds. `control` (may be null) stops the run between
   // steps and is charged for its intermediates.
   absl::Status Execute(Session& session, const v1::ExecuteRequest& request,
-                       v1::ExecuteResponse* response, RunControl* control = nullptr);
+                       v1::ExecuteResponse* response, RunControl* control = nullptr,
+                       const CallerPermissions& caller = {});
 
   // Runs request.graph up to n_warmup times untimed, then up to n_repeat
   // times, all within max_duration (warm-up included; at least one timed run
   // once warm-up ends), recording each repeat's host (and device) time.
   // `control` is checked between runs as well as between steps.
   absl::Status Benchmark(Session& session, const v1::BenchmarkRequest& request,
-                         v1::BenchmarkResponse* response, RunControl* control = nullptr);
+                         v1::BenchmarkResponse* response, RunControl* control = nullptr,
+                         const CallerPermissions& caller = {});
 
   // Validates and plans the graphs against the declared array types (and, on
   // the CUDA backend, compiles their kernels). Errors name the graph
   // ("graph 2: ..."). `control` is checked between graphs.
   absl::Status Precompile(const v1::PrecompileRequest& request, v1::PrecompileResponse* response,
-                          RunControl* control = nullptr);
+                          RunControl* control = nullptr, const CallerPermissions& caller = {});
+
+  // Whether the server takes raw kernels at all (GraphLimits).
+  bool allows_raw_kernels() const { return limits_.allow_raw_kernels; }
 
  private:
   struct Prepared;
   // Converts, validates and plans; `output_ids` empty means every sink node.
   absl::StatusOr<Prepared> Prepare(const v1::Graph& proto, const ArrayTypeLookup& lookup,
-                                   const std::vector<std::string>& output_ids);
+                                   const std::vector<std::string>& output_ids,
+                                   const CallerPermissions& caller);
 
   Backend& backend_;
   PlanCache& plans_;

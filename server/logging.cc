@@ -120,7 +120,7 @@ Logger::Logger(LoggerOptions options)
       clock_(options.clock ? std::move(options.clock) : [] { return absl::Now(); }) {}
 
 std::string Logger::Format(LogLevel level, absl::string_view message,
-                           std::initializer_list<LogField> fields) const {
+                           absl::Span<const LogField> fields) const {
   const std::string time = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock_(), absl::UTCTimeZone());
   const LogFormat format = format_.load();
   std::string line;
@@ -142,8 +142,7 @@ std::string Logger::Format(LogLevel level, absl::string_view message,
   return line;
 }
 
-void Logger::Log(LogLevel level, absl::string_view message,
-                 std::initializer_list<LogField> fields) {
+void Logger::Log(LogLevel level, absl::string_view message, absl::Span<const LogField> fields) {
   if (!enabled(level)) return;
   std::string line = Format(level, message, fields);
   line += '\n';

@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
-#include <initializer_list>
 #include <string>
 #include <variant>
 
@@ -29,6 +28,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 
 namespace gpuflow::server {
 
@@ -77,23 +77,23 @@ class Logger {
   // Whether lines of `level` are written (check before building costly fields).
   bool enabled(LogLevel level) const { return level >= min_level_.load(); }
 
-  void Log(LogLevel level, absl::string_view message, std::initializer_list<LogField> fields = {});
-  void Debug(absl::string_view message, std::initializer_list<LogField> fields = {}) {
+  void Log(LogLevel level, absl::string_view message, absl::Span<const LogField> fields = {});
+  void Debug(absl::string_view message, absl::Span<const LogField> fields = {}) {
     Log(LogLevel::kDebug, message, fields);
   }
-  void Info(absl::string_view message, std::initializer_list<LogField> fields = {}) {
+  void Info(absl::string_view message, absl::Span<const LogField> fields = {}) {
     Log(LogLevel::kInfo, message, fields);
   }
-  void Warning(absl::string_view message, std::initializer_list<LogField> fields = {}) {
+  void Warning(absl::string_view message, absl::Span<const LogField> fields = {}) {
     Log(LogLevel::kWarning, message, fields);
   }
-  void Error(absl::string_view message, std::initializer_list<LogField> fields = {}) {
+  void Error(absl::string_view message, absl::Span<const LogField> fields = {}) {
     Log(LogLevel::kError, message, fields);
   }
 
   // The line Log would write (without the newline), whatever the level.
   std::string Format(LogLevel level, absl::string_view message,
-                     std::initializer_list<LogField> fields) const;
+                     absl::Span<const LogField> fields) const;
 
  private:
   std::atomic<LogFormat> format_;

@@ -1,7 +1,6 @@
 // gpuflowd: the gpuflow server. Every flag can also be set by a GPUFLOW_*
 // environment variable (--max_sessions <- GPUFLOW_MAX_SESSIONS); the command
 // line wins. See README.md and docs/server.md.
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <malloc.h>
@@ -22,6 +21,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -30,6 +30,7 @@
 #include "engine/cpu/cpu_backend.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/kernel_cache.h"
+#include "server/call_auth.h"
 #include "server/flags.h"
 #include "server/gpuflow_service.h"
 #include "server/health_monitor.h"
@@ -37,8 +38,13 @@
 #include "server/metrics/http_exposer.h"
 #include "server/metrics/registry.h"
 #include "server/precompile_file.h"
+#include "server/private_directory.h"
+#include "server/reflection_service.h"
+#include "server/security_warnings.h"
 #include "server/server_metrics.h"
 #include "server/session_registry.h"
+#include "server/tenants.h"
+#include "server/tls_credentials.h"
 
 using gpuflow::server::ByteCount;
 
@@ -123,6 +129,19 @@ ABSL_FLAG(std::string, log_level, "info",
           "per request), warning or error");
 ABSL_FLAG(absl::Duration, health_check_interval, absl::Seconds(1),
           "How often the backend's health is published to grpc.health.v1");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain of the gRPC port (with --tls_key_file): TLS; empty: plaintext");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file (unencrypted)");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA bundle: clients must present a certificate it verifies (mutual TLS)");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "JSON file of tenants, their token SHA-256s and limits (docs/security.md): every RPC "
+          "but health needs 'authorization: Bearer <token>'; empty: no authentication");
+ABSL_FLAG(absl::Duration, credentials_reload_interval, absl::Seconds(1),
+          "How often the --tls_* files and --auth_tokens_file are checked for changes");
+ABSL_FLAG(int, max_concurrent_requests, 0,
+          "Calls one tenant may have in flight at once (all clients together without "
+          "--auth_tokens_file), unless its entry says otherwise; 0: no bound");
 
 namespace {
 
@@ -167,6 +186,12 @@ const std::vector<std::string> kEnvFlags = {
     "max_benchmark_repeats",
     "max_session_compute_threads",
     "exit_on_device_error",
+    "tls_cert_file",
+    "tls_key_file",
+    "tls_client_ca_file",
+    "auth_tokens_file",
+    "credentials_reload_interval",
+    "max_concurrent_requests",
 };
 
 // Exit statuses (docs/server.md).
@@ -303,6 +328,50 @@ int64_t DefaultMaxMemoryBytes(const gpuflow::Backend& backend) {
   return total / 5 * 4;
 }
 
+// Logs what a reload of the tokens file did, and closes the sessions of the
+// tenants it removed. Never logs a token or a digest.
+void ApplyTokensReload(const gpuflow::server::TenantDirectory& tenants,
+                       gpuflow::server::TenantDirectory::Reload reload,
+                       gpuflow::server::SessionRegistry& registry,
+                       const gpuflow::server::SessionRegistryOptions& session_options) {
+  if (!reload.changed) return;
+  if (!reload.status.ok()) {
+    ServerLog().Warning(absl::StrCat(reload.status.message(), "; the ", tenants.tenants().size(),
+                                     " tenant(s) loaded before stay in force"));
+    return;
+  }
+  std::vector<std::string> removed;
+  int closed = 0;
+  for (const std::shared_ptr<gpuflow::server::Tenant>& tenant : reload.removed) {
+    removed.push_back(tenant->name());
+    closed += registry.CloseTenant(tenant.get());
+  }
+  ServerLog().Info("tokens file reloaded",
+                   {{"file", tenants.path()},
+                    {"tenants", static_cast<int64_t>(tenants.tenants().size())},
+                    {"added", absl::StrJoin(reload.added, ",")},
+                    {"updated", absl::StrJoin(reload.updated, ",")},
+                    {"removed", absl::StrJoin(removed, ",")},
+                    {"sessions_closed", closed}});
+  for (const std::string& warning : gpuflow::server::LockoutWarnings(
+           tenants.tenants(), session_options.max_sessions, session_options.max_total_bytes)) {
+    ServerLog().Warning(warning);
+  }
+}
+
+void ApplyTlsReload(gpuflow::server::TlsCredentials::Reload reload, const std::string& in_use) {
+  if (!reload.changed) return;
+  if (!reload.status.ok()) {
+    ServerLog().Error(absl::StrCat("TLS files changed but cannot be used: ",
+                                   reload.status.message(), "; still serving ", in_use));
+    return;
+  }
+  ServerLog().Info(absl::StrCat("TLS certificates reloaded: ", reload.description));
+  if (reload.expired) {
+    ServerLog().Warning("the reloaded TLS certificate has expired: clients will refuse it");
+  }
+}
+
 // Blocks SIGINT/SIGTERM in every thread (call before starting any), so that
 // WaitForShutdownSignal receives them.
 sigset_t BlockShutdownSignals() {
@@ -335,6 +404,34 @@ int main(int argc, char** argv) {
   // (bench/memory_growth.py measured 2 GiB after every session closed).
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
 
+  const gpuflow::server::TlsFiles tls_files = {
+      .cert_file = absl::GetFlag(FLAGS_tls_cert_file),
+      .key_file = absl::GetFlag(FLAGS_tls_key_file),
+      .client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file)};
+  if (tls_files.cert_file.empty() != tls_files.key_file.empty()) {
+    Log("error: --tls_cert_file and --tls_key_file go together: give both, or neither");
+    return 2;
+  }
+  if (!tls_files.client_ca_file.empty() && tls_files.cert_file.empty()) {
+    Log("error: --tls_client_ca_file needs TLS: give --tls_cert_file and --tls_key_file too");
+    return 2;
+  }
+  const absl::Duration reload_interval = absl::GetFlag(FLAGS_credentials_reload_interval);
+  if (reload_interval <= absl::ZeroDuration()) {
+    Log("error: --credentials_reload_interval must be positive");
+    return 2;
+  }
+  // Cubins in the kernel cache are loaded and run: a directory others can
+  // write is refused (the CPU backend has no kernel cache).
+  if (absl::GetFlag(FLAGS_backend) != "cpu") {
+    const std::string dir =
+        gpuflow::cuda::ResolveKernelCacheDir(absl::GetFlag(FLAGS_kernel_cache_dir));
+    if (absl::Status s = gpuflow::server::PreparePrivateDirectory(dir); !s.ok()) {
+      Log(absl::StrCat("error: ", s.message()));
+      return 2;
+    }
+  }
+
   absl::StatusOr<std::unique_ptr<gpuflow::Backend>> backend =
       CreateBackend(absl::GetFlag(FLAGS_backend));
   if (!backend.ok()) {
@@ -356,6 +453,21 @@ int main(int argc, char** argv) {
     return 2;
   }
   session_options.max_arrays_per_session = std::max(1, absl::GetFlag(FLAGS_max_arrays_per_session));
+  // Tenants: with a tokens file, every RPC but health needs a token; without
+  // one, every caller is the same anonymous tenant.
+  std::unique_ptr<gpuflow::server::TenantDirectory> tenants;
+  if (const std::string file = absl::GetFlag(FLAGS_auth_tokens_file); !file.empty()) {
+    absl::StatusOr<std::unique_ptr<gpuflow::server::TenantDirectory>> loaded =
+        gpuflow::server::TenantDirectory::Load(
+            file, {.max_concurrent_requests = absl::GetFlag(FLAGS_max_concurrent_requests)});
+    if (!loaded.ok()) {
+      Log(absl::StrCat("error: ", loaded.status().message()));
+      return 2;
+    }
+    tenants = *std::move(loaded);
+  }
+  // One tenant must not learn from a refusal how much the others hold.
+  session_options.hide_totals = tenants != nullptr;
   session_options.max_total_bytes = absl::GetFlag(FLAGS_max_memory_bytes).bytes;
   if (session_options.max_total_bytes <= 0) {
     session_options.max_total_bytes = DefaultMaxMemoryBytes(**backend);
@@ -364,6 +476,22 @@ int main(int argc, char** argv) {
                    gpuflow::server::FormatByteCount(session_options.max_total_bytes),
                    " in all (--max_memory_bytes)"));
   gpuflow::server::SessionRegistry registry(**backend, session_options);
+  if (tenants != nullptr) {
+    std::vector<std::string> names;
+    for (const auto& tenant : tenants->tenants()) names.push_back(tenant->name());
+    ServerLog().Info("authentication: bearer tokens",
+                     {{"file", tenants->path()},
+                      {"tenants", static_cast<int64_t>(names.size())},
+                      {"names", absl::StrJoin(names, ",")}});
+    for (const std::string& warning : gpuflow::server::LockoutWarnings(
+             tenants->tenants(), session_options.max_sessions, session_options.max_total_bytes)) {
+      ServerLog().Warning(warning);
+    }
+  }
+  const gpuflow::server::CallAuthenticator auth(
+      tenants.get(), std::make_shared<gpuflow::server::Tenant>(
+                         "", gpuflow::server::TenantLimits{.max_concurrent_requests = absl::GetFlag(
+                                                               FLAGS_max_concurrent_requests)}));
 
   gpuflow::server::ServiceOptions service_options;
   service_options.max_array_bytes = absl::GetFlag(FLAGS_max_array_bytes).bytes;
@@ -392,8 +520,14 @@ int main(int argc, char** argv) {
   if (const std::string file = absl::GetFlag(FLAGS_precompile); !file.empty()) {
     if (int exit_code = Precompile(file, runner); exit_code != 0) return exit_code;
   }
-  gpuflow::server::ComputePool pool(absl::GetFlag(FLAGS_compute_threads),
-                                    absl::GetFlag(FLAGS_max_session_compute_threads));
+  // With tenants, no tenant may hold every compute thread either.
+  const int compute_threads =
+      absl::GetFlag(FLAGS_compute_threads) > 0
+          ? absl::GetFlag(FLAGS_compute_threads)
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  gpuflow::server::ComputePool pool(compute_threads,
+                                    absl::GetFlag(FLAGS_max_session_compute_threads),
+                                    tenants != nullptr ? std::max(1, compute_threads - 1) : 0);
   // Metrics and health watch the backend, the sessions and the plan cache.
   gpuflow::metrics::Registry metrics_registry;
   gpuflow::server::ServerMetrics metrics(metrics_registry);
@@ -428,18 +562,37 @@ int main(int argc, char** argv) {
   }
   gpuflow::server::GpuFlowService service(
       **backend, registry, plans, runner, pool, service_options,
-      {.metrics = &metrics, .log = &ServerLog(), .health = &health_monitor});
+      {.metrics = &metrics, .log = &ServerLog(), .health = &health_monitor}, &auth);
+  gpuflow::server::ReflectionService reflection(
+      auth, {std::string(gpuflow::v1::GpuFlow::service_full_name()), "grpc.health.v1.Health"});
+
+  std::unique_ptr<gpuflow::server::TlsCredentials> tls;
+  if (!tls_files.cert_file.empty()) {
+    absl::StatusOr<std::unique_ptr<gpuflow::server::TlsCredentials>> created =
+        gpuflow::server::TlsCredentials::Create(tls_files);
+    if (!created.ok()) {
+      Log(absl::StrCat("error: ", created.status().message()));
+      return 2;
+    }
+    tls = *std::move(created);
+    Log(absl::StrCat(tls->mutual() ? "mutual TLS: " : "TLS: ", tls->description()));
+    if (tls->expired()) {
+      ServerLog().Warning("the TLS certificate has expired: clients will refuse it");
+    }
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   const std::string address =
       absl::StrCat(absl::GetFlag(FLAGS_address), ":", absl::GetFlag(FLAGS_port));
   int bound_port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(
+      address, tls != nullptr ? tls->server_credentials() : grpc::InsecureServerCredentials(),
+      &bound_port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(service_options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(service_options.max_message_bytes));
   builder.RegisterService(&service);
+  builder.RegisterService(&reflection);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
     Log(absl::StrCat("error: cannot listen on ", address));
@@ -447,7 +600,17 @@ int main(int argc, char** argv) {
   }
   health_monitor.Start(server->GetHealthCheckService());
   Log(absl::StrCat("serving on ", absl::GetFlag(FLAGS_address), ":", bound_port, " (backend ",
-                   (*backend)->name(), ": ", (*backend)->device_description(), ")"));
+                   (*backend)->name(), ": ", (*backend)->device_description(), "; ",
+                   tls == nullptr ? "plaintext" : (tls->mutual() ? "mutual TLS" : "TLS"), ", ",
+                   tenants == nullptr ? "no authentication" : "bearer tokens", ")"));
+  for (const std::string& warning :
+       gpuflow::server::SecurityWarnings({.address = absl::GetFlag(FLAGS_address),
+       .tls = tls != nullptr,
+       .mutual_tls = tls != nullptr && tls->mutual(),
+       .tokens = tenants != nullptr,
+       .raw_kernels = absl::GetFlag(FLAGS_allow_raw_kernels)})) {
+    ServerLog().Warning(warning);
+  }
   if (const std::string port_file = absl::GetFlag(FLAGS_port_file); !port_file.empty()) {
     // Written whole then renamed, so a reader never sees a partial number.
     const std::string tmp = port_file + ".tmp";
@@ -468,6 +631,23 @@ int main(int argc, char** argv) {
       last_sessions = sessions;
     }
   });
+
+  // Certificates and the tokens file are looked at again every interval; a
+  // valid change is put in force, a bad one is logged and the old kept.
+  std::thread credentials_watcher;
+  if (tls != nullptr || tenants != nullptr) {
+    credentials_watcher = std::thread([&] {
+      while (!stopping.WaitForNotificationWithTimeout(reload_interval)) {
+        if (tenants != nullptr) {
+          ApplyTokensReload(*tenants, tenants->ReloadIfChanged(), registry, session_options);
+        }
+        if (tls != nullptr) {
+          const std::string in_use = tls->description();
+          ApplyTlsReload(tls->ReloadIfChanged(), in_use);
+        }
+      }
+    });
+  }
 
   // Signals arrive on a thread of their own, so a device error can stop the
   // server too.
@@ -520,6 +700,7 @@ int main(int argc, char** argv) {
     std::_Exit(exit_code);
   }).detach();
   reaper.join();
+  if (credentials_watcher.joinable()) credentials_watcher.join();
   metrics_exposer.reset();
   if (reason != StopRequest::kSignal) pthread_kill(signal_waiter.native_handle(), SIGUSR1);
   signal_waiter.join();

@@ -9,6 +9,9 @@
 // The line, at info (JSON with --log_format=json):
 //   ... gpuflowd: rpc method=KeepAlive session_label=job code=OK duration_ms=0.042
 // Failures add error="<message>" with the session id written as <session>.
+// With tenants (--auth_tokens_file) the line and the request count carry
+// tenant=<name>; a refused caller's line adds auth=<why> and peer=<address>
+// (never the token).
 //
 // Movable, not thread-safe: one call's code path owns it. An observer
 // destroyed without Finish (a task dropped unrun) records CANCELLED.
@@ -17,7 +20,9 @@
 
 #include <grpcpp/support/status.h>
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -25,6 +30,7 @@
 #include "server/logging.h"
 #include "server/server_metrics.h"
 #include "server/session_registry.h"
+#include "server/tenants.h"
 
 namespace gpuflow::server {
 
@@ -51,6 +57,17 @@ class RpcObserver {
   void set_session_label(std::string label) { session_label_ = std::move(label); }
   void set_session_id(std::string id) { session_id_ = std::move(id); }
 
+  // The authenticated caller, and its request slot, held until Finish.
+  void set_tenant(std::shared_ptr<Tenant> tenant) { tenant_ = std::move(tenant); }
+  void set_request_slot(Tenant::RequestSlot slot) { slot_ = std::move(slot); }
+  // The caller (null before set_tenant).
+  const std::shared_ptr<Tenant>& tenant() const { return tenant_; }
+  // A refused caller: why (for the log only) and from where.
+  void set_auth_failure(AuthFailure failure, std::string peer) {
+    auth_failure_ = failure;
+    peer_ = std::move(peer);
+  }
+
   // Records the call with `status` and returns it as a grpc::Status. Call
   // once.
   grpc::Status Finish(const absl::Status& status);
@@ -62,6 +79,10 @@ class RpcObserver {
   absl::Time start_;
   std::string session_label_;
   std::string session_id_;
+  std::shared_ptr<Tenant> tenant_;
+  Tenant::RequestSlot slot_;
+  AuthFailure auth_failure_ = AuthFailure::kNone;
+  std::string peer_;
   bool done_ = false;
 };
 

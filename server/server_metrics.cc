@@ -115,7 +115,8 @@ absl::string_view StatusCodeName(grpc::StatusCode code) {
 ServerMetrics::ServerMetrics(metrics::Registry& registry)
     : registry_(registry),
       requests_(registry.AddCounter("gpuflow_rpc_requests_total",
-                                    "GpuFlow RPCs finished, by method and gRPC status code.")) {
+                                    "GpuFlow RPCs finished, by method, gRPC status code and (with "
+                                    "--auth_tokens_file) tenant.")) {
   metrics::Family<Histogram>& durations = registry.AddHistogram(
       "gpuflow_rpc_duration_seconds",
       "Time from receiving a GpuFlow RPC to finishing it, by method.", RpcBuckets());
@@ -245,11 +246,22 @@ void ServerMetrics::SetBuildInfo(const BuildInfo& info) {
       .Set(1);
 }
 
-void ServerMetrics::RecordRpc(RpcMethod method, grpc::StatusCode code, double seconds) {
+void ServerMetrics::RecordRpc(RpcMethod method, grpc::StatusCode code, double seconds,
+                              const std::string& tenant) {
   const int m = static_cast<int>(method);
   const int c = static_cast<int>(code);
   if (m < 0 || m >= kNumRpcMethods) return;
   rpc_duration_[m]->Observe(seconds);
+  if (!tenant.empty()) {
+    // Tenants come and go with the tokens file: looked up by label each
+    // time (one map lookup under the family's lock).
+    requests_
+        .Add({{"method", std::string(RpcMethodName(method))},
+              {"code", std::string(StatusCodeName(code))},
+              {"tenant", tenant}})
+        .Increment();
+    return;
+  }
   if (c < 0 || c >= 17) {
     requests_.Add({{"method", std::string(RpcMethodName(method))}, {"code", "UNKNOWN"}})
         .Increment();

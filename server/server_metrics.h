@@ -9,8 +9,9 @@
 //   metrics.SetBuildInfo({.version = "0.1.0", .backend = "cuda", ...});
 //   metrics.RecordRpc(RpcMethod::kExecute, grpc::StatusCode::OK, 0.0012);
 //
-// Labels stay low-cardinality: method names, status codes, step kinds and
-// fixed words; never a session id or label.
+// Labels stay low-cardinality: method names, status codes, step kinds,
+// fixed words and tenant names (which come from the operator's tokens
+// file); never a session id or label, a token or a peer address.
 //
 // Thread-safe; every Record/Add method is a few atomic operations.
 #ifndef GPUFLOW_SERVER_SERVER_METRICS_H_
@@ -81,8 +82,10 @@ class ServerMetrics {
   // gpuflow_build_info{...} 1. Call once.
   void SetBuildInfo(const BuildInfo& info);
 
-  // One finished RPC.
-  void RecordRpc(RpcMethod method, grpc::StatusCode code, double seconds);
+  // One finished RPC of `tenant` ("": no tenant label, a server without
+  // auth or a caller it refused).
+  void RecordRpc(RpcMethod method, grpc::StatusCode code, double seconds,
+                 const std::string& tenant = "");
 
   // The phases of one successful Execute, from its reply's timings:
   // validate, plan, launch (run minus compile), transfer always; compile when

@@ -5,6 +5,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -12,33 +13,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "engine/ir/echo.h"
+#include "server/retry_hint.h"
 
 namespace gpuflow::server {
 
 // ---------------------------------------------------------------- budget
-
-absl::Status MemoryBudget::Take(int64_t bytes) {
-  if (limit_ <= 0) return absl::OkStatus();
-  absl::MutexLock lock(&mu_);
-  if (bytes > limit_ - used_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("server memory exhausted (--max_memory_bytes): ", bytes, " bytes requested, ",
-                     limit_ - used_, " of ", limit_, " bytes left"));
-  }
-  used_ += bytes;
-  return absl::OkStatus();
-}
-
-void MemoryBudget::Give(int64_t bytes) {
-  if (limit_ <= 0) return;
-  absl::MutexLock lock(&mu_);
-  used_ -= bytes;
-}
-
-int64_t MemoryBudget::used() const {
-  absl::MutexLock lock(&mu_);
-  return used_;
-}
 
 int64_t MetadataBytes(absl::string_view name, const Shape& shape) {
   // The map node, the Array and its buffer's control block, about 256
@@ -77,7 +56,7 @@ void MemoryReservation::Release() {
 
 Session::Session(std::string id, std::string label, int64_t memory_limit_bytes,
                  absl::Duration idle_ttl, std::unique_ptr<Stream> stream, absl::Time now,
-                 MemoryBudget* budget, int max_arrays)
+                 MemoryBudget* budget, int max_arrays, std::shared_ptr<Tenant> owner)
     : id_(std::move(id)),
       label_(std::move(label)),
       memory_limit_bytes_(memory_limit_bytes),
@@ -85,7 +64,26 @@ Session::Session(std::string id, std::string label, int64_t memory_limit_bytes,
       stream_(std::move(stream)),
       budget_(budget),
       max_arrays_(max_arrays),
+      owner_(std::move(owner)),
       last_used_(now) {}
+
+absl::Status Session::TakeFromBudgets(int64_t bytes) {
+  if (owner_ != nullptr) {
+    if (absl::Status s = owner_->memory().Take(bytes); !s.ok()) return s;
+  }
+  if (budget_ != nullptr) {
+    if (absl::Status s = budget_->Take(bytes); !s.ok()) {
+      if (owner_ != nullptr) owner_->memory().Give(bytes);
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Session::GiveToBudgets(int64_t bytes) {
+  if (owner_ != nullptr) owner_->memory().Give(bytes);
+  if (budget_ != nullptr) budget_->Give(bytes);
+}
 
 absl::Status Session::TakeLocked(int64_t bytes) {
   if (bytes < 0) return absl::InvalidArgumentError("negative reservation");
@@ -97,9 +95,7 @@ absl::Status Session::TakeLocked(int64_t bytes) {
         memory_limit_bytes_ - in_use, " of ", memory_limit_bytes_, " bytes left (", used_bytes_,
         " in arrays, transfers and runs, ", metadata_bytes_, " in array metadata)"));
   }
-  if (budget_ != nullptr) {
-    if (absl::Status s = budget_->Take(bytes); !s.ok()) return s;
-  }
+  if (absl::Status s = TakeFromBudgets(bytes); !s.ok()) return s;
   used_bytes_ += bytes;
   return absl::OkStatus();
 }
@@ -120,7 +116,7 @@ void Session::Uncharge(int64_t bytes) { ReleaseReservation(bytes); }
 void Session::ReleaseReservation(int64_t bytes) {
   absl::MutexLock lock(&mu_);
   used_bytes_ -= bytes;
-  if (budget_ != nullptr) budget_->Give(bytes);
+  GiveToBudgets(bytes);
 }
 
 // ---------------------------------------------------------------- close hooks
@@ -214,9 +210,7 @@ absl::Status Session::PutArray(const std::string& name, Array array,
     } else {
       used_bytes_ -= it->second.num_bytes();
       metadata_bytes_ -= MetadataBytes(name, it->second.shape);
-      if (budget_ != nullptr) {
-        budget_->Give(it->second.num_bytes() + MetadataBytes(name, it->second.shape));
-      }
+      GiveToBudgets(it->second.num_bytes() + MetadataBytes(name, it->second.shape));
       replaced = std::move(it->second);
     }
     it->second = std::move(array);
@@ -250,7 +244,7 @@ absl::StatusOr<int64_t> Session::DeleteArray(const std::string& name) {
     const int64_t metadata = MetadataBytes(name, removed.shape);
     used_bytes_ -= removed.num_bytes();
     metadata_bytes_ -= metadata;
-    if (budget_ != nullptr) budget_->Give(removed.num_bytes() + metadata);
+    GiveToBudgets(removed.num_bytes() + metadata);
   }
   return removed.num_bytes();
 }
@@ -292,7 +286,7 @@ int64_t Session::CloseAndFree() {
     arrays.swap(arrays_);
     for (const auto& [name, array] : arrays) freed += array.num_bytes();
     used_bytes_ -= freed;
-    if (budget_ != nullptr) budget_->Give(freed + metadata_bytes_);
+    GiveToBudgets(freed + metadata_bytes_);
     metadata_bytes_ = 0;
   }
   // Transfers and runs in progress cancel themselves and give back what
@@ -332,7 +326,8 @@ SessionRegistry::SessionRegistry(Backend& backend, SessionRegistryOptions option
         if (!options.clock) options.clock = [] { return absl::Now(); };
         return std::move(options);
       }()),
-      budget_(options_.max_total_bytes) {}
+      budget_(options_.max_total_bytes, "server memory exhausted (--max_memory_bytes)",
+              /*show_figures=*/!options_.hide_totals) {}
 
 absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOptions& options) {
   if (options.label.size() > 128) {
@@ -358,16 +353,32 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOp
   absl::StatusOr<std::unique_ptr<Stream>> stream = backend_.CreateStream();
   if (!stream.ok()) return stream.status();
 
+  const Tenant* tenant = options.tenant.get();
   absl::MutexLock lock(&mu_);
+  if (tenant != nullptr && !tenant->anonymous()) {
+    const int limit = tenant->limits().max_sessions;
+    const int open = sessions_per_tenant_[tenant];
+    if (limit > 0 && open >= limit) {
+      return MarkRetryable(absl::ResourceExhaustedError(
+          absl::StrCat("too many sessions: ", tenant->Describe(), " has ", open,
+                       " open, its max_sessions; close one, or retry when one closes or expires")));
+    }
+  }
   if (static_cast<int>(sessions_.size()) >= options_.max_sessions) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("too many sessions: ", options_.max_sessions, " are open (--max_sessions)"));
+    return MarkRetryable(absl::ResourceExhaustedError(
+        options_.hide_totals
+            ? std::string("too many sessions: the server has as many open as it takes "
+                          "(--max_sessions); retry when one closes or expires")
+            : absl::StrCat("too many sessions: ", options_.max_sessions,
+                           " are open (--max_sessions)")));
   }
   std::string id = NewSessionId();
-  auto session = std::make_shared<Session>(id, options.label, limit, ttl, std::move(*stream), Now(),
-                                           &budget_, options_.max_arrays_per_session);
+  auto session =
+      std::make_shared<Session>(id, options.label, limit, ttl, std::move(*stream), Now(), &budget_,
+                                options_.max_arrays_per_session, options.tenant);
   session->clock_ = options_.clock;
   sessions_.emplace(std::move(id), session);
+  ++sessions_per_tenant_[tenant];
   return session;
 }
 
@@ -385,16 +396,29 @@ bool SessionRegistry::IsExpired(const Session& session, absl::Time now) {
   return session.running_requests() == 0 && now - session.last_used() > session.idle_ttl();
 }
 
-absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Get(const std::string& id) {
+std::shared_ptr<Session> SessionRegistry::EraseLocked(
+    absl::flat_hash_map<std::string, std::shared_ptr<Session>>::iterator it) {
+  std::shared_ptr<Session> session = std::move(it->second);
+  sessions_.erase(it);
+  auto count = sessions_per_tenant_.find(session->owner().get());
+  if (count != sessions_per_tenant_.end() && --count->second <= 0) {
+    sessions_per_tenant_.erase(count);
+  }
+  return session;
+}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Get(const std::string& id,
+                                                              const Tenant* tenant) {
   const absl::Time now = Now();
   std::shared_ptr<Session> session;
   {
     absl::MutexLock lock(&mu_);
     auto it = sessions_.find(id);
-    if (it != sessions_.end()) {
+    // Another tenant's session is not there for this caller: untouched, and
+    // refused exactly as an unknown id.
+    if (it != sessions_.end() && it->second->owner().get() == tenant) {
       if (IsExpired(*it->second, now)) {
-        it->second->CloseAndFree();
-        sessions_.erase(it);
+        EraseLocked(it)->CloseAndFree();
         ++expired_total_;
       } else {
         session = it->second;
@@ -408,18 +432,31 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Get(const std::string&
   return session;
 }
 
-absl::StatusOr<int64_t> SessionRegistry::Close(const std::string& id) {
+absl::StatusOr<int64_t> SessionRegistry::Close(const std::string& id, const Tenant* tenant) {
   std::shared_ptr<Session> session;
   {
     absl::MutexLock lock(&mu_);
     auto it = sessions_.find(id);
-    if (it == sessions_.end()) {
+    if (it == sessions_.end() || it->second->owner().get() != tenant) {
       return absl::NotFoundError(absl::StrCat("unknown or expired session ", Echo(id)));
     }
-    session = std::move(it->second);
-    sessions_.erase(it);
+    session = EraseLocked(it);
   }
   return session->CloseAndFree();
+}
+
+int SessionRegistry::CloseTenant(const Tenant* tenant) {
+  std::vector<std::shared_ptr<Session>> closing;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      auto next = std::next(it);
+      if (it->second->owner().get() == tenant) closing.push_back(EraseLocked(it));
+      it = next;
+    }
+  }
+  for (const auto& session : closing) session->CloseAndFree();
+  return static_cast<int>(closing.size());
 }
 
 int SessionRegistry::ExpireIdle() {
@@ -428,12 +465,9 @@ int SessionRegistry::ExpireIdle() {
   {
     absl::MutexLock lock(&mu_);
     for (auto it = sessions_.begin(); it != sessions_.end();) {
-      if (IsExpired(*it->second, now)) {
-        expired.push_back(std::move(it->second));
-        sessions_.erase(it++);
-      } else {
-        ++it;
-      }
+      auto next = std::next(it);
+      if (IsExpired(*it->second, now)) expired.push_back(EraseLocked(it));
+      it = next;
     }
     expired_total_ += static_cast<int64_t>(expired.size());
   }
@@ -446,14 +480,21 @@ void SessionRegistry::CloseAll() {
   {
     absl::MutexLock lock(&mu_);
     sessions.swap(sessions_);
+    sessions_per_tenant_.clear();
   }
   for (auto& [id, session] : sessions) session->CloseAndFree();
 }
 
-std::shared_ptr<Session> SessionRegistry::Peek(const std::string& id) const {
+std::shared_ptr<Session> SessionRegistry::Peek(const std::string& id, const Tenant* tenant) const {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(id);
-  return it == sessions_.end() ? nullptr : it->second;
+  return it == sessions_.end() || it->second->owner().get() != tenant ? nullptr : it->second;
+}
+
+int SessionRegistry::sessions_of(const Tenant* tenant) const {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_per_tenant_.find(tenant);
+  return it == sessions_per_tenant_.end() ? 0 : it->second;
 }
 
 SessionRegistry::Totals SessionRegistry::totals() const {

@@ -17,9 +17,16 @@
 // Memory: a session's quota covers its arrays' bytes, their metadata (names
 // and shapes: MetadataBytes), uploads in progress (reservations) and the
 // intermediates of its runs (Charge/Uncharge); every byte a session takes is
-// also taken from the registry's server-wide budget (max_total_bytes), so
-// all sessions together stay within it. Both are checked before anything is
-// allocated.
+// also taken from its tenant's budget (max_memory_bytes) and from the
+// registry's server-wide budget (max_total_bytes), so each tenant's sessions
+// and all sessions together stay within theirs. All are checked before
+// anything is allocated.
+//
+// Tenants: a session belongs to the tenant that created it (tenants.h;
+// none for a registry used without them). Get, Close and Peek find a
+// session only for its own tenant: another tenant's id is NOT_FOUND, with
+// the same message as an id that does not exist. A tenant may hold at most
+// its max_sessions.
 //
 // Closing: CloseSession and expiry run the session's close hooks (uploads,
 // downloads and runs in progress register one to cancel themselves), then
@@ -47,28 +54,12 @@
 #include "absl/time/time.h"
 #include "engine/backend.h"
 #include "engine/ir/shape.h"
+#include "server/memory_budget.h"
+#include "server/tenants.h"
 
 namespace gpuflow::server {
 
 class Session;
-
-// Bytes shared by every session of a registry (--max_memory_bytes). Thread-safe.
-class MemoryBudget {
- public:
-  // limit <= 0: unbounded.
-  explicit MemoryBudget(int64_t limit) : limit_(limit) {}
-  // RESOURCE_EXHAUSTED, with what was asked and what is left, when the
-  // budget cannot hold `bytes` more.
-  absl::Status Take(int64_t bytes);
-  void Give(int64_t bytes);
-  int64_t used() const;
-  int64_t limit() const { return limit_; }
-
- private:
-  const int64_t limit_;
-  mutable absl::Mutex mu_;
-  int64_t used_ ABSL_GUARDED_BY(mu_) = 0;
-};
 
 // What one stored array costs its session beyond its data: its name, its
 // shape and the bookkeeping around them.
@@ -103,6 +94,8 @@ struct SessionOptions {
   int64_t memory_limit_bytes = 0;
   // Zero: the registry's default.
   absl::Duration idle_ttl = absl::ZeroDuration();
+  // The tenant creating the session (null: none, no tenant limits).
+  std::shared_ptr<Tenant> tenant = nullptr;
 };
 
 struct ArrayEntry {
@@ -113,15 +106,18 @@ struct ArrayEntry {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   // Use SessionRegistry::Create. `budget` (may be null: unbounded) must
-  // outlive the session.
+  // outlive the session; `owner` (may be null) is kept alive by it, and its
+  // memory budget is drawn from as well.
   Session(std::string id, std::string label, int64_t memory_limit_bytes, absl::Duration idle_ttl,
           std::unique_ptr<Stream> stream, absl::Time now, MemoryBudget* budget = nullptr,
-          int max_arrays = 65536);
+          int max_arrays = 65536, std::shared_ptr<Tenant> owner = nullptr);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   const std::string& id() const { return id_; }
   const std::string& label() const { return label_; }
+  // The tenant that created it (null: none).
+  const std::shared_ptr<Tenant>& owner() const { return owner_; }
   int64_t memory_limit_bytes() const { return memory_limit_bytes_; }
   absl::Duration idle_ttl() const { return idle_ttl_; }
   // The session's stream; work on it is ordered.
@@ -206,8 +202,12 @@ class Session : public std::enable_shared_from_this<Session> {
   friend class MemoryReservation;
 
   void ReleaseReservation(int64_t bytes);
-  // Takes `bytes` from the quota and the budget; caller holds mu_.
+  // Takes `bytes` from the quota and the budgets; caller holds mu_.
   absl::Status TakeLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes `bytes` from the tenant's budget and the server's (both or
+  // neither), and gives them back.
+  absl::Status TakeFromBudgets(int64_t bytes);
+  void GiveToBudgets(int64_t bytes);
   // Runs and clears the close hooks.
   void RunCloseHooks();
   // Drops every array; returns the bytes they held.
@@ -224,6 +224,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::unique_ptr<Stream> stream_;
   MemoryBudget* const budget_;
   const int max_arrays_;
+  const std::shared_ptr<Tenant> owner_;
 
   mutable absl::Mutex mu_;
   std::map<std::string, Array> arrays_ ABSL_GUARDED_BY(mu_);
@@ -255,6 +256,10 @@ struct SessionRegistryOptions {
   absl::Duration max_idle_ttl = absl::Hours(24);
   // Bytes all sessions together may hold (--max_memory_bytes); <= 0: no bound.
   int64_t max_total_bytes = 0;
+  // Refusals of server-wide limits (max_sessions, max_total_bytes) leave out
+  // how much is in use, which would tell one tenant what the others hold
+  // (set when the server has tenants).
+  bool hide_totals = false;
   // Arrays one session may hold at once.
   int max_arrays_per_session = 65536;
   // Injected for tests; absl::Now by default.
@@ -268,12 +273,16 @@ class SessionRegistry {
   SessionRegistry& operator=(const SessionRegistry&) = delete;
 
   // INVALID_ARGUMENT for a quota or TTL over the maximum (or negative) or a
-  // label over 128 characters; RESOURCE_EXHAUSTED when max_sessions are open.
+  // label over 128 characters; RESOURCE_EXHAUSTED (retryable) when
+  // max_sessions are open, or the tenant's max_sessions.
   absl::StatusOr<std::shared_ptr<Session>> Create(const SessionOptions& options);
 
-  // Finds a live session and resets its idle timer. NOT_FOUND for an unknown,
-  // closed or expired id (an expired session found here is freed at once).
-  absl::StatusOr<std::shared_ptr<Session>> Get(const std::string& id);
+  // Finds a live session of `tenant` (null: a session of no tenant) and
+  // resets its idle timer. NOT_FOUND for an unknown, closed or expired id
+  // (an expired session found here is freed at once) and for another
+  // tenant's session, which is left as it was.
+  absl::StatusOr<std::shared_ptr<Session>> Get(const std::string& id,
+                                               const Tenant* tenant = nullptr);
 
   // Resets the idle timer of a session the caller already holds (long
   // transfers call it as they progress).
@@ -283,8 +292,13 @@ class SessionRegistry {
   // the session does not expire meanwhile (see Session::RequestScope).
   Session::RequestScope BeginRequest(std::shared_ptr<Session> session);
 
-  // Closes the session and frees its arrays; returns the bytes freed.
-  absl::StatusOr<int64_t> Close(const std::string& id);
+  // Closes the session of `tenant` and frees its arrays; returns the bytes
+  // freed. NOT_FOUND as for Get.
+  absl::StatusOr<int64_t> Close(const std::string& id, const Tenant* tenant = nullptr);
+
+  // Closes every session of `tenant` (one removed from the tokens file);
+  // returns how many.
+  int CloseTenant(const Tenant* tenant);
 
   // Frees every session idle for longer than its TTL; returns how many.
   int ExpireIdle();
@@ -292,9 +306,12 @@ class SessionRegistry {
   // Closes every session (server shutdown).
   void CloseAll();
 
-  // The live session with this id, or null; unlike Get it neither resets
-  // the idle timer nor expires the session (logging, metrics).
-  std::shared_ptr<Session> Peek(const std::string& id) const;
+  // The live session of `tenant` with this id, or null; unlike Get it
+  // neither resets the idle timer nor expires the session (logging).
+  std::shared_ptr<Session> Peek(const std::string& id, const Tenant* tenant = nullptr) const;
+
+  // Sessions open now of `tenant` (null: of no tenant).
+  int sessions_of(const Tenant* tenant) const;
 
   // Figures over every registered session (metrics).
   struct Totals {
@@ -314,6 +331,10 @@ class SessionRegistry {
  private:
   absl::Time Now() const { return options_.clock(); }
   static bool IsExpired(const Session& session, absl::Time now);
+  // Removes a session from sessions_ and its tenant's count.
+  std::shared_ptr<Session> EraseLocked(
+      absl::flat_hash_map<std::string, std::shared_ptr<Session>>::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Backend& backend_;
   const SessionRegistryOptions options_;
@@ -321,6 +342,8 @@ class SessionRegistry {
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  // Open sessions per owning tenant (null: of no tenant), for max_sessions.
+  absl::flat_hash_map<const Tenant*, int> sessions_per_tenant_ ABSL_GUARDED_BY(mu_);
   int64_t expired_total_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -54,7 +54,7 @@ absl::Status UploadStream::OnMessage(const v1::UploadArrayRequest& request) {
 }
 
 absl::Status UploadStream::HandleHeader(const v1::UploadHeader& header) {
-  absl::StatusOr<std::shared_ptr<Session>> session = registry_.Get(header.session_id());
+  absl::StatusOr<std::shared_ptr<Session>> session = registry_.Get(header.session_id(), tenant_);
   if (!session.ok()) return session.status();
   if (!backend_.healthy()) {
     return absl::UnavailableError(absl::StrCat("the ", backend_.name(), " backend is unhealthy"));

@@ -49,6 +49,10 @@ class UploadStream {
   UploadStream(const UploadStream&) = delete;
   UploadStream& operator=(const UploadStream&) = delete;
 
+  // The tenant whose session the header may name (null: a session of no
+  // tenant); another tenant's session is NOT_FOUND. Call before the header.
+  void set_tenant(const Tenant* tenant) { tenant_ = tenant; }
+
   // The next message of the stream. After an error the stream is aborted
   // and every later call fails.
   absl::Status OnMessage(const v1::UploadArrayRequest& request);
@@ -72,6 +76,7 @@ class UploadStream {
   Backend& backend_;
   SessionRegistry& registry_;
   const UploadLimits limits_;
+  const Tenant* tenant_ = nullptr;
   enum class State { kExpectHeader, kReceiving, kDone } state_ = State::kExpectHeader;
   std::shared_ptr<Session> session_;
   std::string name_;

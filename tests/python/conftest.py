@@ -20,6 +20,11 @@ sys.path.insert(0, str(ROOT / "clients" / "python"))
 
 import gpuflow  # noqa: E402
 
+# The client reads these (docs/python.md); a developer's own must not point
+# the tests at a server of theirs. Tests that want them pass them in.
+for _name in ("GPUFLOW_TOKEN", "GPUFLOW_TLS_CA", "GPUFLOW_TLS_CERT", "GPUFLOW_TLS_KEY"):
+    os.environ.pop(_name, None)
+
 
 # The backend every test server uses; the conformance suite runs unchanged
 # against each (make test: cpu; on a GPU host: GPUFLOW_TEST_BACKEND=cuda).

@@ -83,5 +83,93 @@ TEST(ComputePoolTest, WaitIdleTimesOutWhileATaskRuns) {
   EXPECT_TRUE(pool.WaitIdle(absl::Seconds(10)));
 }
 
+TEST(ComputePoolTest, GroupsTakeTurnsBeforeTheirKeys) {
+  ComputePool pool(1);
+  absl::Notification gate;
+  pool.Submit("gate", [&] { gate.WaitForNotification(); });
+  absl::Mutex mu;
+  std::vector<std::string> order;
+  auto record = [&](std::string what) {
+    return [&, what] {
+      absl::MutexLock lock(&mu);
+      order.push_back(what);
+    };
+  };
+  // Tenant a has three sessions with work, tenant b one: a's sessions do not
+  // get three turns to b's one.
+  for (int i = 0; i < 2; ++i) {
+    for (const char* key : {"a1", "a2", "a3"}) pool.Submit("a", key, record(key));
+    pool.Submit("b", "b1", record("b1"));
+  }
+  gate.Notify();
+  ASSERT_TRUE(pool.WaitIdle(absl::Seconds(10)));
+  absl::MutexLock lock(&mu);
+  EXPECT_THAT(order, ::testing::ElementsAre("a1", "b1", "a2", "b1", "a3", "a1", "a2", "a3"));
+}
+
+TEST(ComputePoolTest, OneGroupCannotHoldEveryThread) {
+  ComputePool pool(3, /*max_per_key=*/0, /*max_per_group=*/2);
+  EXPECT_EQ(pool.max_per_group(), 2);
+  absl::Notification release;
+  absl::Mutex mu;
+  int hog_running = 0;
+  // Three sessions of one tenant, each allowed two threads: the tenant gets
+  // two in all.
+  for (const char* key : {"s1", "s2", "s3"}) {
+    pool.Submit("hog", key, [&] {
+      {
+        absl::MutexLock lock(&mu);
+        ++hog_running;
+      }
+      release.WaitForNotification();
+    });
+  }
+  auto running = [&](int n) {
+    absl::MutexLock lock(&mu);
+    auto reached = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return hog_running >= n; };
+    return mu.AwaitWithTimeout(absl::Condition(&reached), absl::Seconds(10));
+  };
+  ASSERT_TRUE(running(2));
+  absl::Notification other_ran;
+  pool.Submit("other", "s", [&] { other_ran.Notify(); });
+  // The third thread is left for another tenant, and the hog's third task
+  // still waits.
+  EXPECT_TRUE(other_ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_EQ(hog_running, 2);
+  }
+  release.Notify();
+  EXPECT_TRUE(running(3));
+  EXPECT_TRUE(pool.WaitIdle(absl::Seconds(10)));
+}
+
+TEST(ComputePoolTest, NoGroupBoundByDefault) {
+  ComputePool pool(3);
+  EXPECT_EQ(pool.max_per_group(), 0);
+  absl::Notification release;
+  absl::Mutex mu;
+  int running = 0;
+  // Three sessions of the one group "" use all three threads, as before
+  // groups existed.
+  for (const char* key : {"s1", "s2", "s3"}) {
+    pool.Submit(key, [&] {
+      {
+        absl::MutexLock lock(&mu);
+        ++running;
+      }
+      release.WaitForNotification();
+    });
+  }
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(
+                                        +[](int* n) { return *n == 3; }, &running),
+                                    absl::Seconds(10)));
+  }
+  release.Notify();
+  EXPECT_TRUE(pool.WaitIdle(absl::Seconds(10)));
+}
+
 }  // namespace
 }  // namespace gpuflow::server

@@ -1,5 +1,6 @@
 #include "server/rpc_observer.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +63,48 @@ TEST_F(RpcObserverTest, FailureKeepsTheCodeAndHidesTheSessionId) {
   EXPECT_THAT(lines_[0], HasSubstr("code=NOT_FOUND"));
   EXPECT_THAT(lines_[0], HasSubstr("error=\"unknown or expired session '<session>'\""));
   EXPECT_THAT(lines_[0], Not(HasSubstr(id)));
+}
+
+TEST_F(RpcObserverTest, TenantIsLoggedAndCountedAndItsSlotGivenBack) {
+  auto tenant = std::make_shared<Tenant>("team-a", TenantLimits{.max_concurrent_requests = 1});
+  {
+    RpcObserver call(telemetry_, RpcMethod::kCreateSession);
+    call.set_tenant(tenant);
+    absl::StatusOr<Tenant::RequestSlot> slot = tenant->BeginRequest();
+    ASSERT_TRUE(slot.ok());
+    call.set_request_slot(*std::move(slot));
+    RpcObserver moved(std::move(call));
+    EXPECT_EQ(tenant->requests_in_flight(), 1);
+    moved.Finish(absl::OkStatus());
+    // Given back when the call finishes, before the reply goes out.
+    EXPECT_EQ(tenant->requests_in_flight(), 0);
+  }
+  EXPECT_THAT(Scrape(), HasSubstr("gpuflow_rpc_requests_total{code=\"OK\",method=\"CreateSession\","
+                                  "tenant=\"team-a\"} 1\n"));
+  ASSERT_THAT(lines_, SizeIs(1));
+  EXPECT_THAT(lines_[0], HasSubstr("rpc method=CreateSession tenant=team-a session_label="));
+}
+
+TEST_F(RpcObserverTest, AnonymousTenantIsNotALabel) {
+  RpcObserver call(telemetry_, RpcMethod::kKeepAlive);
+  call.set_tenant(std::make_shared<Tenant>("", TenantLimits{}));
+  call.Finish(absl::OkStatus());
+  EXPECT_THAT(Scrape(),
+              HasSubstr("gpuflow_rpc_requests_total{code=\"OK\",method=\"KeepAlive\"} 1\n"));
+  EXPECT_THAT(Scrape(), Not(HasSubstr("tenant=")));
+  ASSERT_THAT(lines_, SizeIs(1));
+  EXPECT_THAT(lines_[0], Not(HasSubstr("tenant")));
+}
+
+TEST_F(RpcObserverTest, RefusedCallerLogsWhyAndFromWhereButNoTenant) {
+  RpcObserver call(telemetry_, RpcMethod::kGetServerInfo);
+  call.set_auth_failure(AuthFailure::kUnknownToken, "ipv4:10.1.2.3:5555");
+  call.Finish(absl::UnauthenticatedError("this server requires a bearer token"));
+  EXPECT_THAT(Scrape(), HasSubstr("gpuflow_rpc_requests_total{code=\"UNAUTHENTICATED\","
+                                  "method=\"GetServerInfo\"} 1\n"));
+  ASSERT_THAT(lines_, SizeIs(1));
+  EXPECT_THAT(lines_[0], HasSubstr("code=UNAUTHENTICATED"));
+  EXPECT_THAT(lines_[0], HasSubstr("auth=\"unknown token\" peer=ipv4:10.1.2.3:5555"));
 }
 
 TEST_F(RpcObserverTest, RecordsOnceEvenWhenMovedOrFinishedTwice) {

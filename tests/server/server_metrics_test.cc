@@ -69,6 +69,22 @@ TEST_F(ServerMetricsTest, RecordRpcCountsByMethodAndCode) {
                               "le=\"0.001\"} 1\n"));
 }
 
+TEST_F(ServerMetricsTest, RecordRpcCountsEachTenantApart) {
+  metrics_.RecordRpc(RpcMethod::kExecute, grpc::StatusCode::OK, 0.001, "team-a");
+  metrics_.RecordRpc(RpcMethod::kExecute, grpc::StatusCode::OK, 0.001, "team-a");
+  metrics_.RecordRpc(RpcMethod::kExecute, grpc::StatusCode::OK, 0.001, "team-b");
+  metrics_.RecordRpc(RpcMethod::kExecute, grpc::StatusCode::OK, 0.001);
+  const std::string text = Scrape();
+  EXPECT_THAT(text, HasSubstr("gpuflow_rpc_requests_total{code=\"OK\",method=\"Execute\","
+                              "tenant=\"team-a\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_rpc_requests_total{code=\"OK\",method=\"Execute\","
+                              "tenant=\"team-b\"} 1\n"));
+  // A call of no tenant (auth off, or refused) keeps the series of before.
+  EXPECT_THAT(text, HasSubstr("gpuflow_rpc_requests_total{code=\"OK\",method=\"Execute\"} 1\n"));
+  // Durations stay per method only.
+  EXPECT_THAT(text, HasSubstr("gpuflow_rpc_duration_seconds_count{method=\"Execute\"} 4\n"));
+}
+
 TEST_F(ServerMetricsTest, RecordExecuteObservesPhasesAndProfiledSteps) {
   v1::Timings timings;
   timings.set_validate_seconds(0.001);

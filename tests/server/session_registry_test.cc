@@ -14,6 +14,7 @@
 #include "engine/cpu/cpu_backend.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/retry_hint.h"
 #include "tests/testing/status_matchers.h"
 
 namespace gpuflow::server {
@@ -24,6 +25,7 @@ using ::gpuflow::testing::IsOkAndHolds;
 using ::gpuflow::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 SessionOptions WithLabel(std::string label) {
   SessionOptions options;
@@ -543,6 +545,168 @@ TEST_F(SessionRegistryTest, ConcurrentReservationsNeverExceedTheQuota) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(session->memory_used_bytes(), 0);
+}
+
+// ---- tenants
+
+SessionOptions OfTenant(std::shared_ptr<Tenant> tenant) {
+  SessionOptions options;
+  options.tenant = std::move(tenant);
+  return options;
+}
+
+TEST_F(SessionRegistryTest, ASessionIsFoundOnlyByItsOwnTenant) {
+  auto a = std::make_shared<Tenant>("a", TenantLimits{});
+  auto b = std::make_shared<Tenant>("b", TenantLimits{});
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create(OfTenant(a)));
+  EXPECT_EQ(session->owner(), a);
+  const std::string unknown(32, '0');
+  // B gets exactly what an unknown id gets.
+  absl::Status theirs = registry_->Get(session->id(), b.get()).status();
+  absl::Status nobodys = registry_->Get(unknown, b.get()).status();
+  EXPECT_THAT(theirs, StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_EQ(
+      std::string(theirs.message()).replace(theirs.message().find(session->id()), 32, unknown),
+      nobodys.message());
+  EXPECT_THAT(registry_->Get(session->id()).status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_EQ(registry_->Peek(session->id(), b.get()), nullptr);
+  EXPECT_THAT(registry_->Close(session->id(), b.get()), StatusIs(absl::StatusCode::kNotFound));
+  // Still there, for A.
+  EXPECT_FALSE(session->closed());
+  EXPECT_THAT(registry_->Get(session->id(), a.get()), IsOkAndHolds(session));
+  EXPECT_EQ(registry_->Peek(session->id(), a.get()), session);
+  EXPECT_THAT(registry_->Close(session->id(), a.get()), IsOk());
+}
+
+TEST_F(SessionRegistryTest, AnotherTenantsLookupDoesNotTouchTheSession) {
+  auto a = std::make_shared<Tenant>("a", TenantLimits{});
+  auto b = std::make_shared<Tenant>("b", TenantLimits{});
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create(OfTenant(a)));
+  // B keeps asking: A's session still expires on time.
+  for (int i = 0; i < 3; ++i) {
+    clock_.Advance(kDefaultTtl / 2);
+    EXPECT_THAT(registry_->Get(session->id(), b.get()).status(),
+                StatusIs(absl::StatusCode::kNotFound));
+  }
+  EXPECT_EQ(registry_->ExpireIdle(), 1);
+}
+
+TEST_F(SessionRegistryTest, TenantMaxSessionsLeavesRoomForOthers) {
+  MakeRegistry(/*max_sessions=*/4);
+  auto a = std::make_shared<Tenant>("a", TenantLimits{.max_sessions = 2});
+  auto b = std::make_shared<Tenant>("b", TenantLimits{});
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> a1, registry_->Create(OfTenant(a)));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> a2, registry_->Create(OfTenant(a)));
+  absl::StatusOr<std::shared_ptr<Session>> a3 = registry_->Create(OfTenant(a));
+  EXPECT_THAT(a3.status(), StatusIs(absl::StatusCode::kResourceExhausted,
+                                    HasSubstr("tenant a has 2 open, its max_sessions")));
+  EXPECT_EQ(RetryAfter(a3.status()), absl::Seconds(1));
+  EXPECT_EQ(registry_->sessions_of(a.get()), 2);
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> b1, registry_->Create(OfTenant(b)));
+  EXPECT_EQ(registry_->sessions_of(b.get()), 1);
+  // Closing and expiring give the tenant its room back.
+  EXPECT_THAT(registry_->Close(a1->id(), a.get()), IsOk());
+  EXPECT_EQ(registry_->sessions_of(a.get()), 1);
+  EXPECT_THAT(registry_->Create(OfTenant(a)), IsOk());
+  clock_.Advance(kDefaultTtl + absl::Seconds(1));
+  EXPECT_EQ(registry_->ExpireIdle(), 3);
+  EXPECT_EQ(registry_->sessions_of(a.get()), 0);
+  EXPECT_EQ(registry_->sessions_of(b.get()), 0);
+}
+
+TEST_F(SessionRegistryTest, TenantLimitLoweredByAReloadAppliesToNewSessions) {
+  auto a = std::make_shared<Tenant>("a", TenantLimits{.max_sessions = 3});
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> a1, registry_->Create(OfTenant(a)));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> a2, registry_->Create(OfTenant(a)));
+  a->set_limits({.max_sessions = 1});
+  EXPECT_THAT(registry_->Create(OfTenant(a)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_FALSE(a1->closed());  // what it holds stays
+}
+
+TEST_F(SessionRegistryTest, TenantMemoryCoversAllItsSessions) {
+  auto a = std::make_shared<Tenant>("a", TenantLimits{.max_memory_bytes = 1500});
+  auto b = std::make_shared<Tenant>("b", TenantLimits{});
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> a1, registry_->Create(OfTenant(a)));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> a2, registry_->Create(OfTenant(a)));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> b1, registry_->Create(OfTenant(b)));
+  ASSERT_OK_AND_ASSIGN(MemoryReservation r1, a1->Reserve(900));
+  // a2's own quota (1000) holds 700; the tenant's 1500 does not.
+  absl::StatusOr<MemoryReservation> r2 = a2->Reserve(700);
+  EXPECT_THAT(r2.status(),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("tenant a memory exhausted (its max_memory_bytes): 700 bytes "
+                                 "requested, 600 of 1500 bytes left")));
+  EXPECT_EQ(RetryAfter(r2.status()), absl::Seconds(1));
+  EXPECT_THAT(a2->Charge(600), IsOk());
+  EXPECT_EQ(a->memory().used(), 1500);
+  // B is not held back by A, and its use is its own.
+  EXPECT_THAT(b1->Reserve(900), IsOk());
+  EXPECT_EQ(b->memory().used(), 0);  // the reservation above is already given back
+  a2->Uncharge(600);
+  r1 = MemoryReservation();
+  EXPECT_EQ(a->memory().used(), 0);
+  EXPECT_EQ(registry_->budget().used(), 0);
+}
+
+TEST_F(SessionRegistryTest, ARefusalOfTheServersBudgetGivesTheTenantsBytesBack) {
+  SessionRegistryOptions options = registry_->options();
+  options.max_total_bytes = 500;
+  SessionRegistry registry(*backend_, options);
+  auto a = std::make_shared<Tenant>("a", TenantLimits{.max_memory_bytes = 800});
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry.Create(OfTenant(a)));
+  EXPECT_THAT(session->Reserve(600).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max_memory_bytes")));
+  EXPECT_EQ(a->memory().used(), 0);
+  EXPECT_EQ(registry.budget().used(), 0);
+}
+
+TEST_F(SessionRegistryTest, StoredArraysCountAgainstTheTenantUntilDeletedOrClosed) {
+  auto a = std::make_shared<Tenant>("a", TenantLimits{.max_memory_bytes = 5000});
+  SessionOptions options = OfTenant(a);
+  options.memory_limit_bytes = kMaxLimit;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry_->Create(options));
+  ASSERT_THAT(Put(*session, "x", 100), IsOk());
+  ASSERT_THAT(Put(*session, "y", 200), IsOk());
+  const int64_t held = a->memory().used();
+  EXPECT_EQ(held, session->memory_used_bytes() + session->metadata_bytes());
+  ASSERT_THAT(Put(*session, "x", 50), IsOk());  // replaced
+  EXPECT_EQ(a->memory().used(), held - 50);
+  ASSERT_THAT(session->DeleteArray("y"), IsOk());
+  EXPECT_EQ(a->memory().used(), session->memory_used_bytes() + session->metadata_bytes());
+  EXPECT_THAT(registry_->Close(session->id(), a.get()), IsOk());
+  EXPECT_EQ(a->memory().used(), 0);
+}
+
+TEST_F(SessionRegistryTest, CloseTenantClosesItsSessionsOnly) {
+  auto a = std::make_shared<Tenant>("a", TenantLimits{});
+  auto b = std::make_shared<Tenant>("b", TenantLimits{});
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> a1, registry_->Create(OfTenant(a)));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> a2, registry_->Create(OfTenant(a)));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> b1, registry_->Create(OfTenant(b)));
+  EXPECT_EQ(registry_->CloseTenant(a.get()), 2);
+  EXPECT_TRUE(a1->closed() && a2->closed());
+  EXPECT_FALSE(b1->closed());
+  EXPECT_EQ(registry_->size(), 1);
+  EXPECT_EQ(registry_->sessions_of(a.get()), 0);
+}
+
+TEST_F(SessionRegistryTest, HiddenTotalsLeaveOutWhatOthersHold) {
+  SessionRegistryOptions options = registry_->options();
+  options.max_sessions = 1;
+  options.max_total_bytes = 500;
+  options.hide_totals = true;
+  SessionRegistry registry(*backend_, options);
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> session, registry.Create({}));
+  absl::Status sessions = registry.Create({}).status();
+  EXPECT_THAT(sessions,
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max_sessions")));
+  EXPECT_THAT(sessions.message(), Not(HasSubstr("1 are open")));
+  absl::Status memory = session->Reserve(600).status();
+  EXPECT_THAT(memory,
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max_memory_bytes")));
+  EXPECT_THAT(memory.message(), Not(HasSubstr("left")));
+  EXPECT_EQ(RetryAfter(memory), absl::Seconds(1));
 }
 
 }  // namespace

@@ -23,3 +23,15 @@ gpuflow_test(upload_stream_test SRCS server/upload_stream_test.cc
              DEPS gpuflow::server gpuflow::cpu gpuflow::testing LABELS unit)
 gpuflow_test(request_control_test SRCS server/request_control_test.cc
              DEPS gpuflow::server gpuflow::cpu gpuflow::testing LABELS unit)
+# Security: tenants and tokens, TLS files, reflection with auth, the kernel
+# cache directory check, start-up warnings.
+gpuflow_test(tenants_test SRCS server/tenants_test.cc
+             DEPS gpuflow::server gpuflow::testing absl::strings LABELS unit)
+gpuflow_test(tls_credentials_test SRCS server/tls_credentials_test.cc
+             DEPS gpuflow::server gpuflow::testing absl::strings LABELS unit)
+gpuflow_test(reflection_service_test SRCS server/reflection_service_test.cc
+             DEPS gpuflow::server gpuflow::proto gRPC::grpc++ absl::strings LABELS unit)
+gpuflow_test(private_directory_test SRCS server/private_directory_test.cc
+             DEPS gpuflow::server gpuflow::testing LABELS unit)
+gpuflow_test(security_warnings_test SRCS server/security_warnings_test.cc
+             DEPS gpuflow::server LABELS unit)

@@ -30,6 +30,7 @@ from gpuflow.errors import (
     PermissionDeniedError,
     ResourceExhaustedError,
     SessionClosedError,
+    UnauthenticatedError,
     UnavailableError,
     UnimplementedError,
 )
@@ -58,6 +59,7 @@ __all__ = sorted(_function_names + [
     "ReductionKernel",
     "RemoteArray",
     "SessionClosedError",
+    "UnauthenticatedError",
     "benchmark",
     "bfloat16",
     "bool_",

@@ -5,11 +5,19 @@
     with client.session(label="demo") as s:
         s.upload(np.arange(10, dtype=np.float32), name="x")
         print(s.download("x"))
+
+A server with TLS and tenants (docs/security.md)::
+
+    client = gpuflow.connect("gpuflow.example:50051", token=os.environ["TEAM_TOKEN"],
+                             root_certificates="/etc/gpuflow/ca.crt")
 """
 
 import collections
+import ipaddress
 import itertools
+import os
 import threading
+import warnings
 
 import numpy as np
 import grpc
@@ -42,11 +50,78 @@ def _rpc(method, request, **kwargs):
         raise from_rpc_error(err) from None
 
 
-def connect(target=DEFAULT_TARGET, *, timeout=10.0):
+def connect(target=DEFAULT_TARGET, *, timeout=10.0, token=None, root_certificates=None,
+            certificate_chain=None, private_key=None, tls=None):
     """Connects to a gpuflowd at ``target`` ("host:port") and waits up to
     ``timeout`` seconds for it to answer. Raises :class:`UnavailableError`
-    when it does not."""
-    return Client(target, timeout=timeout)
+    when it does not (saying why, e.g. a TLS handshake that failed).
+
+    ``token``: the bearer token of a server with tenants, sent with every
+    call as ``authorization: Bearer <token>`` (default: ``$GPUFLOW_TOKEN``).
+
+    TLS: ``root_certificates`` is the CA bundle that signed the server's
+    certificate (default: ``$GPUFLOW_TLS_CA``; without one, the system's
+    roots); ``certificate_chain`` and ``private_key`` are this client's
+    certificate and key for a server that requires them (mutual TLS;
+    defaults: ``$GPUFLOW_TLS_CERT``, ``$GPUFLOW_TLS_KEY``). Each takes PEM
+    bytes, or a path (str or os.PathLike) to a PEM file. ``tls``: None (the
+    default) uses TLS when any of these is given; True forces it (with the
+    system's roots when no CA is given); False forces plaintext."""
+    return Client(target, timeout=timeout, token=token, root_certificates=root_certificates,
+                  certificate_chain=certificate_chain, private_key=private_key, tls=tls)
+
+
+def _pem(value, what):
+    """PEM bytes from bytes, or from the file a path names."""
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        try:
+            with open(value, "rb") as f:
+                return f.read()
+        except OSError as err:
+            raise ValueError(f"cannot read {what} from {os.fspath(value)!r}: {err.strerror}") from None
+    raise TypeError(f"{what} must be PEM bytes or a path, not {type(value).__name__}")
+
+
+def _is_loopback(target):
+    """Whether a "host:port" target names this machine only."""
+    host = target.rsplit(":", 1)[0] if ":" in target else target
+    for prefix in ("dns:///", "ipv4:", "ipv6:"):
+        if host.startswith(prefix):
+            host = host[len(prefix):]
+    host = host.strip("[]")
+    if host == "localhost" or host.endswith(".localhost") or host.startswith("unix:"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+                   grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
+    """Adds ``authorization: Bearer <token>`` to every call of a channel
+    (over TLS or not, unlike gRPC's call credentials)."""
+
+    def __init__(self, token):
+        self._metadata = ("authorization", f"Bearer {token}")
+
+    def _with_token(self, details):
+        metadata = list(details.metadata or []) + [self._metadata]
+        return details._replace(metadata=metadata)
+
+    def intercept_unary_unary(self, continuation, details, request):
+        return continuation(self._with_token(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):
+        return continuation(self._with_token(details), request)
+
+    def intercept_stream_unary(self, continuation, details, request_iterator):
+        return continuation(self._with_token(details), request_iterator)
+
+    def intercept_stream_stream(self, continuation, details, request_iterator):
+        return continuation(self._with_token(details), request_iterator)
 
 
 class ArrayInfo:
@@ -84,22 +159,66 @@ class Client:
     """A connection to one gpuflowd. Thread-safe; close it (or use ``with``)
     when done."""
 
-    def __init__(self, target=DEFAULT_TARGET, *, timeout=10.0):
+    def __init__(self, target=DEFAULT_TARGET, *, timeout=10.0, token=None, root_certificates=None,
+                 certificate_chain=None, private_key=None, tls=None):
         self.target = target
-        self._channel = grpc.insecure_channel(
-            target,
-            options=[
-                ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
-                ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
-            ],
-        )
+        if token is None:
+            token = os.environ.get("GPUFLOW_TOKEN") or None
+        if root_certificates is None:
+            root_certificates = os.environ.get("GPUFLOW_TLS_CA") or None
+        if certificate_chain is None and private_key is None:
+            certificate_chain = os.environ.get("GPUFLOW_TLS_CERT") or None
+            private_key = os.environ.get("GPUFLOW_TLS_KEY") or None
+        root_certificates = _pem(root_certificates, "root_certificates")
+        certificate_chain = _pem(certificate_chain, "certificate_chain")
+        private_key = _pem(private_key, "private_key")
+        if (certificate_chain is None) != (private_key is None):
+            raise ValueError("certificate_chain and private_key go together (mutual TLS)")
+        if tls is None:
+            tls = any(v is not None for v in (root_certificates, certificate_chain, private_key))
+        elif not tls and any(v is not None for v in (root_certificates, certificate_chain, private_key)):
+            raise ValueError("tls=False, but certificates were given")
+        if token is not None:
+            if not isinstance(token, str) or not token or any(c in token for c in "\r\n"):
+                raise ValueError("token must be a non-empty string on one line")
+            if not tls and not _is_loopback(target):
+                warnings.warn(f"sending a bearer token to {target} without TLS: anyone on the "
+                              "network path can read it (pass root_certificates=...)",
+                              stacklevel=3)
+        options = [
+            ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
+        ]
+        if tls:
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=root_certificates, private_key=private_key,
+                certificate_chain=certificate_chain)
+            self._channel = grpc.secure_channel(target, credentials, options=options)
+        else:
+            self._channel = grpc.insecure_channel(target, options=options)
         try:
             grpc.channel_ready_future(self._channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
+            reason = self._why_unreachable()
             self._channel.close()
-            raise UnavailableError(f"no gpuflow server answered at {target} within {timeout} s") from None
-        self.stub = service_pb2_grpc.GpuFlowStub(self._channel)
+            raise UnavailableError(f"no gpuflow server answered at {target} within {timeout} s"
+                                   + (f": {reason}" if reason else "")) from None
+        channel = self._channel
+        if token is not None:
+            channel = grpc.intercept_channel(channel, _BearerToken(token))
+        self.stub = service_pb2_grpc.GpuFlowStub(channel)
         self._limits = None
+
+    def _why_unreachable(self):
+        """What gRPC says went wrong connecting (a refused connection, a TLS
+        handshake that failed), from one quick health check."""
+        check = self._channel.unary_unary("/grpc.health.v1.Health/Check")
+        try:
+            check(b"", timeout=1)
+        except grpc.RpcError as err:
+            details = err.details() if callable(getattr(err, "details", None)) else ""
+            return details or None
+        return None
 
     @property
     def limits(self):

@@ -14,13 +14,17 @@ import grpc
 
 class Error(Exception):
     """A gpuflow call failed. ``code`` is a ``grpc.StatusCode``; ``details``
-    is the server's message."""
+    is the server's message. ``retry_after`` is, for a refusal that clears
+    as other work ends (a tenant's or the server's sessions, memory or
+    requests in flight), how many seconds the server suggests waiting
+    before trying again; None otherwise."""
 
     code = grpc.StatusCode.UNKNOWN
 
-    def __init__(self, details, code=None):
+    def __init__(self, details, code=None, retry_after=None):
         super().__init__(details)
         self.details = details
+        self.retry_after = retry_after
         if code is not None:
             self.code = code
 
@@ -44,9 +48,18 @@ class FailedPreconditionError(Error):
     code = grpc.StatusCode.FAILED_PRECONDITION
 
 
+class UnauthenticatedError(Error):
+    """The server has tenants and the call carried no valid bearer token
+    (``gpuflow.connect(..., token=...)`` or ``$GPUFLOW_TOKEN``). The server
+    never says what was wrong with a token."""
+
+    code = grpc.StatusCode.UNAUTHENTICATED
+
+
 class PermissionDeniedError(Error):
     """The server does not allow this request (e.g. a raw CUDA kernel on a
-    server started without --allow_raw_kernels)."""
+    server started without --allow_raw_kernels, or from a tenant without
+    allow_raw_kernels)."""
 
     code = grpc.StatusCode.PERMISSION_DENIED
 
@@ -81,6 +94,7 @@ _BY_CODE = {
         ResourceExhaustedError,
         FailedPreconditionError,
         PermissionDeniedError,
+        UnauthenticatedError,
         UnavailableError,
         UnimplementedError,
         CancelledError,
@@ -93,5 +107,13 @@ def from_rpc_error(err):
     """Turns a grpc.RpcError into the matching gpuflow Error."""
     code = err.code() if callable(getattr(err, "code", None)) else grpc.StatusCode.UNKNOWN
     details = err.details() if callable(getattr(err, "details", None)) else str(err)
+    retry_after = None
+    trailing = err.trailing_metadata() if callable(getattr(err, "trailing_metadata", None)) else None
+    for key, value in trailing or ():
+        if key == "grpc-retry-pushback-ms":
+            try:
+                retry_after = int(value) / 1000
+            except ValueError:
+                pass
     cls = _BY_CODE.get(code, Error)
-    return cls(details or "", code)
+    return cls(details or "", code, retry_after=retry_after)
