@@ -2,6 +2,7 @@
 
 import importlib.machinery
 import importlib.util
+import re
 
 import grpc
 
@@ -29,3 +30,20 @@ def health_status(channel, service):
     except grpc.RpcError as e:
         return e.code().name
     return health.STATUS_NAMES[health.decode_status(reply)]
+
+
+def documented_metrics():
+    """The metric names docs/metrics.md's table lists (gpuflow_...)."""
+    text = (ROOT / "docs" / "metrics.md").read_text()
+    names = set(re.findall(r"^\| `(gpuflow_[a-z0-9_]+)` \|", text, re.M))
+    assert len(names) > 10, "could not read docs/metrics.md's table"
+    return names
+
+
+def metric_names_in(promql):
+    """Base names of the gpuflow_ metrics a query reads (recording rules such
+    as gpuflow:max_sessions are not metrics)."""
+    names = set()
+    for name in re.findall(r"\b(gpuflow_[a-z0-9_]+)", promql):
+        names.add(re.sub(r"_(bucket|count|sum)$", "", name))
+    return names
