@@ -1,7 +1,11 @@
 #include "clients/cpp/client.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -24,12 +28,13 @@ struct Connection {
   absl::Mutex mutex;
   std::optional<v1::Limits> limits ABSL_GUARDED_BY(mutex);
 
-  // A context carrying the call deadline, if any.
+  // A context carrying the call deadline, if any, and the bearer token.
   std::unique_ptr<grpc::ClientContext> NewContext() const {
     auto context = std::make_unique<grpc::ClientContext>();
     if (options.call_timeout != absl::InfiniteDuration()) {
       context->set_deadline(absl::ToChronoTime(absl::Now() + options.call_timeout));
     }
+    if (!options.token.empty()) context->AddMetadata("authorization", "Bearer " + options.token);
     return context;
   }
 
@@ -89,16 +94,61 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
 
 // ---------------------------------------------------------------- Client
 
+absl::StatusOr<TlsOptions> TlsOptions::FromFiles(const std::string& root_certificates_file,
+                                                 const std::string& certificate_chain_file,
+                                                 const std::string& private_key_file) {
+  auto read = [](const std::string& path, std::string* out) -> absl::Status {
+    if (path.empty()) return absl::OkStatus();
+    std::ifstream file(path, std::ios::binary);
+    if (!file) {
+      const int error = errno;
+      const std::string message = absl::StrCat("cannot read ", path, ": ", std::strerror(error));
+      if (error == ENOENT) return absl::NotFoundError(message);
+      if (error == EACCES) return absl::PermissionDeniedError(message);
+      return absl::InvalidArgumentError(message);
+    }
+    std::ostringstream contents;
+    contents << file.rdbuf();
+    *out = contents.str();
+    return absl::OkStatus();
+  };
+  TlsOptions tls;
+  GPUFLOW_CLIENT_RETURN_IF_ERROR(read(root_certificates_file, &tls.root_certificates));
+  GPUFLOW_CLIENT_RETURN_IF_ERROR(read(certificate_chain_file, &tls.certificate_chain));
+  GPUFLOW_CLIENT_RETURN_IF_ERROR(read(private_key_file, &tls.private_key));
+  return tls;
+}
+
 absl::StatusOr<Client> Client::Connect(const std::string& target, const ClientOptions& options) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options.tls.has_value()) {
+    const TlsOptions& tls = *options.tls;
+    if (tls.certificate_chain.empty() != tls.private_key.empty()) {
+      return absl::InvalidArgumentError(
+          "a client certificate chain and its private key go together (mutual TLS)");
+    }
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = tls.root_certificates;
+    ssl.pem_cert_chain = tls.certificate_chain;
+    ssl.pem_private_key = tls.private_key;
+    credentials = grpc::SslCredentials(ssl);
+  }
   grpc::ChannelArguments args;
   // Inline results and download chunks are bounded by the server's limits,
   // which the client does not know yet: accept any size.
   args.SetMaxReceiveMessageSize(-1);
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(target, credentials, args);
   if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + options.connect_timeout))) {
-    return absl::UnavailableError(absl::StrCat("no gpuflow server answered at ", target, " within ",
-                                               absl::FormatDuration(options.connect_timeout)));
+    // One quick call says why (connection refused, a TLS handshake failed).
+    grpc::ClientContext probe;
+    probe.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+    v1::ServerInfo ignored;
+    const grpc::Status why =
+        v1::GpuFlow::NewStub(channel)->GetServerInfo(&probe, v1::GetServerInfoRequest(), &ignored);
+    return absl::UnavailableError(absl::StrCat(
+        "no gpuflow server answered at ", target, " within ",
+        absl::FormatDuration(options.connect_timeout),
+        why.ok() || why.error_message().empty() ? "" : absl::StrCat(": ", why.error_message())));
   }
   Client client = FromChannel(std::move(channel), options);
   client.connection_->target = target;
@@ -136,6 +186,10 @@ Session Client::OpenSession(std::string session_id) const {
 }
 
 v1::GpuFlow::Stub& Client::stub() const { return *connection_->stub; }
+
+std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
+  return connection_->NewContext();
+}
 
 const std::string& Client::target() const { return connection_->target; }
 

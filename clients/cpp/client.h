@@ -13,6 +13,12 @@
 // with the same code and message (FromGrpcStatus); client-side checks (an
 // invalid Array, a short download) use the same codes.
 //
+// A server with TLS and tenants (docs/security.md):
+//
+//   absl::StatusOr<TlsOptions> tls = TlsOptions::FromFiles("ca.crt", "", "");
+//   absl::StatusOr<Client> client = Client::Connect(
+//       "gpuflow.example:50051", {.token = token, .tls = *tls});
+//
 // Lifetime and threads: Client and Session are cheap, copyable handles on
 // one shared connection, which lives while any handle does. Both are
 // thread-safe: any number of threads may call them at once (each call is one
@@ -27,6 +33,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,12 +53,34 @@ inline constexpr absl::string_view kDefaultTarget = "localhost:50051";
 // space) and message.
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
+// TLS for the channel Connect opens. PEM contents, not paths.
+struct TlsOptions {
+  // The CA bundle that signed the server's certificate; empty: the system's
+  // roots (gRPC's default).
+  std::string root_certificates{};
+  // This client's certificate chain and private key, for a server that
+  // requires client certificates (mutual TLS); both or neither.
+  std::string certificate_chain{};
+  std::string private_key{};
+
+  // Reads the PEM files named (an empty path: that part is left empty).
+  // NOT_FOUND / PERMISSION_DENIED / INVALID_ARGUMENT naming the file.
+  static absl::StatusOr<TlsOptions> FromFiles(const std::string& root_certificates_file,
+                                              const std::string& certificate_chain_file,
+                                              const std::string& private_key_file);
+};
+
 struct ClientOptions {
   // How long Connect waits for the server to answer.
   absl::Duration connect_timeout = absl::Seconds(10);
   // Deadline of each call; infinite by default (a Benchmark may run for as
   // long as the server allows).
   absl::Duration call_timeout = absl::InfiniteDuration();
+  // The bearer token of a server with tenants, sent with every call as
+  // `authorization: Bearer <token>`; empty: none.
+  std::string token{};
+  // Set: Connect opens a TLS channel; unset: plaintext.
+  std::optional<TlsOptions> tls = std::nullopt;
 };
 
 struct SessionOptions {
@@ -71,13 +100,16 @@ struct Connection;
 
 class Client {
  public:
-  // Opens an insecure channel to `target` ("host:port", or any gRPC target
-  // string) and waits up to options.connect_timeout for it to connect.
-  // UNAVAILABLE, naming the target, when it does not.
+  // Opens a channel to `target` ("host:port", or any gRPC target string),
+  // plaintext or TLS (options.tls), and waits up to options.connect_timeout
+  // for it to connect. UNAVAILABLE, naming the target and what gRPC said
+  // (a refused connection, a TLS handshake that failed), when it does not;
+  // INVALID_ARGUMENT for a certificate chain without its key or the reverse.
   static absl::StatusOr<Client> Connect(const std::string& target,
                                         const ClientOptions& options = {});
   // A client on an existing channel (an in-process one, or one with custom
-  // credentials). Does not wait for it to connect.
+  // credentials). Does not wait for it to connect; options.tls is not used,
+  // options.token is.
   static Client FromChannel(std::shared_ptr<grpc::Channel> channel,
                             const ClientOptions& options = {});
 
@@ -96,8 +128,10 @@ class Client {
   // shows as NOT_FOUND on the first call that uses it.
   Session OpenSession(std::string session_id) const;
 
-  // The generated stub, for calls this API does not wrap (Precompile).
+  // The generated stub, for calls this API does not wrap (Precompile); make
+  // their contexts with NewContext, which carries the token and deadline.
   v1::GpuFlow::Stub& stub() const;
+  std::unique_ptr<grpc::ClientContext> NewContext() const;
 
   // The target given to Connect ("" for FromChannel).
   const std::string& target() const;

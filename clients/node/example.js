@@ -4,34 +4,82 @@
 // @grpc/grpc-js makes the calls.
 //
 //   node clients/node/example.js --target localhost:50051
+//   node clients/node/example.js --target gpu.example:50051 --tls-ca ca.crt --token "$TOKEN"
 //
 // It opens a session, uploads a small float32 array x, runs the graph
-// y = sqrt(x * x + 1) on the server, prints y and closes the session.
+// y = sqrt(x * x + 1) on the server, prints y and closes the session. With
+// --tls-ca (and --tls-cert/--tls-key for mutual TLS) it speaks TLS; with
+// --token every call carries `authorization: Bearer <token>` (a server with
+// tenants, docs/security.md).
 'use strict';
 
+const fs = require('node:fs');
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 
 const PROTO_DIR = path.resolve(__dirname, '..', '..', 'proto');
 
+const USAGE = `usage: node example.js [--target HOST:PORT] [--token TOKEN]
+                       [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]
+  --target    the server (default: $GPUFLOW_TARGET, else localhost:50051)
+  --token     bearer token of a server with tenants (default: $GPUFLOW_TOKEN)
+  --tls-ca    use TLS, trusting this PEM CA bundle (default: $GPUFLOW_TLS_CA)
+  --tls-cert  client certificate for mutual TLS (default: $GPUFLOW_TLS_CERT)
+  --tls-key   its private key (default: $GPUFLOW_TLS_KEY)`;
+
+// Options from the command line, else the environment. --name VALUE and
+// --name=VALUE both work; --tls_ca is --tls-ca.
 function parseArgs(argv) {
-  const options = { target: process.env.GPUFLOW_TARGET || 'localhost:50051' };
+  const env = process.env;
+  const options = {
+    target: env.GPUFLOW_TARGET || 'localhost:50051',
+    token: env.GPUFLOW_TOKEN || '',
+    'tls-ca': env.GPUFLOW_TLS_CA || '',
+    'tls-cert': env.GPUFLOW_TLS_CERT || '',
+    'tls-key': env.GPUFLOW_TLS_KEY || '',
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--help' || arg === '-h') {
-      console.log('usage: node example.js [--target HOST:PORT]  (default: $GPUFLOW_TARGET, else localhost:50051)');
+      console.log(USAGE);
       process.exit(0);
-    } else if (arg === '--target' && i + 1 < argv.length) {
-      options.target = argv[++i];
-    } else if (arg.startsWith('--target=')) {
-      options.target = arg.slice('--target='.length);
-    } else {
+    }
+    const match = /^--([a-z_-]+)(?:=(.*))?$/.exec(arg);
+    const name = match ? match[1].replace(/_/g, '-') : '';
+    if (!match || !(name in options)) {
       console.error(`example.js: unknown argument '${arg}' (try --help)`);
       process.exit(2);
     }
+    if (match[2] !== undefined) {
+      options[name] = match[2];
+    } else if (i + 1 < argv.length) {
+      options[name] = argv[++i];
+    } else {
+      console.error(`example.js: ${arg} needs a value (try --help)`);
+      process.exit(2);
+    }
+  }
+  if (!options['tls-cert'] !== !options['tls-key']) {
+    console.error('example.js: --tls-cert and --tls-key go together');
+    process.exit(2);
   }
   return options;
+}
+
+// Plaintext, or TLS when a CA or a client certificate is given.
+function channelCredentials(options) {
+  if (!options['tls-ca'] && !options['tls-cert']) return grpc.credentials.createInsecure();
+  const read = (file) => (file ? fs.readFileSync(file) : null);
+  return grpc.credentials.createSsl(read(options['tls-ca']), read(options['tls-key']),
+    read(options['tls-cert']));
+}
+
+// Metadata sent with every call: the bearer token, if any.
+function callMetadata(token) {
+  const metadata = new grpc.Metadata();
+  if (token) metadata.set('authorization', `Bearer ${token}`);
+  return metadata;
 }
 
 // The GpuFlow service, loaded from the .proto files. keepCase keeps the
@@ -50,17 +98,18 @@ function loadService() {
 }
 
 // Calls a unary method and returns a promise of its reply.
-function call(client, method, request) {
+function call(client, metadata, method, request) {
   return new Promise((resolve, reject) => {
-    client[method](request, (error, reply) => (error ? reject(error) : resolve(reply)));
+    client[method](request, metadata, (error, reply) => (error ? reject(error) : resolve(reply)));
   });
 }
 
 // UploadArray is a client stream: a header message, then the bytes in
 // chunks of at most the server's max_chunk_bytes.
-function upload(client, sessionId, name, dtype, shape, bytes, chunkBytes) {
+function upload(client, metadata, sessionId, name, dtype, shape, bytes, chunkBytes) {
   return new Promise((resolve, reject) => {
-    const stream = client.UploadArray((error, info) => (error ? reject(error) : resolve(info)));
+    const stream = client.UploadArray(metadata,
+      (error, info) => (error ? reject(error) : resolve(info)));
     stream.write({ header: { session_id: sessionId, name, dtype, shape } });
     for (let offset = 0; offset < bytes.length; offset += chunkBytes) {
       stream.write({ chunk: bytes.subarray(offset, offset + chunkBytes) });
@@ -84,25 +133,28 @@ function show(values) {
 }
 
 async function main() {
-  const { target } = parseArgs(process.argv.slice(2));
+  const options = parseArgs(process.argv.slice(2));
+  const { target } = options;
   const GpuFlow = loadService();
-  const client = new GpuFlow(target, grpc.credentials.createInsecure());
+  const client = new GpuFlow(target, channelCredentials(options));
+  const metadata = callMetadata(options.token);
 
-  const info = await call(client, 'GetServerInfo', {});
-  console.log(`server: gpuflow ${info.version} at ${target}, backend ${info.backend} (${info.device})`);
+  const info = await call(client, metadata, 'GetServerInfo', {});
+  const tenant = info.tenant ? `, tenant ${info.tenant}` : '';
+  console.log(`server: gpuflow ${info.version} at ${target}, backend ${info.backend} (${info.device})${tenant}`);
   const chunkBytes = Number(info.limits.max_chunk_bytes) || 1 << 20;
 
-  const session = await call(client, 'CreateSession', { label: 'node example' });
+  const session = await call(client, metadata, 'CreateSession', { label: 'node example' });
   const id = session.session_id;
   console.log(`session: ${id}`);
   try {
     const x = Float32Array.from([0, 1, 2, 3, -4]);
     const uploaded = await upload(
-      client, id, 'x', 'DTYPE_FLOAT32', [x.length], Buffer.from(x.buffer), chunkBytes);
+      client, metadata, id, 'x', 'DTYPE_FLOAT32', [x.length], Buffer.from(x.buffer), chunkBytes);
     console.log(`uploaded x: ${uploaded.dtype} [${uploaded.shape.join(', ')}] = ${show(Array.from(x))}`);
 
     // y = sqrt(x * x + 1): three nodes, fused into one step by the server.
-    const reply = await call(client, 'Execute', {
+    const reply = await call(client, metadata, 'Execute', {
       session_id: id,
       graph: {
         nodes: [
@@ -117,7 +169,7 @@ async function main() {
     console.log(`y = sqrt(x * x + 1): ${y.dtype} [${y.shape.join(', ')}] = ${show(float32Values(y))}`);
     console.log(`server time: ${(reply.timings.total_seconds * 1e3).toFixed(3)} ms`);
   } finally {
-    const closed = await call(client, 'CloseSession', { session_id: id });
+    const closed = await call(client, metadata, 'CloseSession', { session_id: id });
     console.log(`session closed, ${closed.freed_bytes} bytes freed`);
     client.close();
   }

@@ -721,3 +721,60 @@ def test_kernel_cache_directory_of_another_user_or_group_is_refused(make_server,
     # Writable by the server's own group: fine.
     os.chown(group, -1, os.getegid())
     make_server("--backend=auto", f"--kernel_cache_dir={group}")
+
+
+# ---- the CLI binary ------------------------------------------------------------------------
+
+
+def test_cli_reads_token_and_tls_files_from_the_environment(make_server, tls_files, tmp_path):
+    from test_cli import cli_binary
+
+    path = tokens_file(tmp_path / "tokens.json", {"team-a": (TOKEN_A, {})})
+    srv = make_server(f"--tls_cert_file={tls_files['cert']}", f"--tls_key_file={tls_files['key']}",
+                      f"--tls_client_ca_file={tls_files['client_ca'][0]}",
+                      f"--auth_tokens_file={path}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUFLOW_")}
+    env.update(GPUFLOW_TARGET=srv.target, GPUFLOW_TOKEN=TOKEN_A,
+               GPUFLOW_TLS_CA=str(tls_files["ca"][0]), GPUFLOW_TLS_CERT=str(tls_files["client"][0]),
+               GPUFLOW_TLS_KEY=str(tls_files["client"][1]))
+
+    def run(*args, **extra):
+        return subprocess.run([cli_binary(), *args], capture_output=True, text=True, timeout=60,
+                              env=dict(env, **extra))
+
+    proc = run("info")
+    assert proc.returncode == 0, proc.stderr
+    assert "tenant:    team-a" in proc.stdout
+    proc = run("info", GPUFLOW_TOKEN="wrong")
+    assert proc.returncode == 1 and "UNAUTHENTICATED" in proc.stderr
+    # The command line wins over the environment.
+    proc = run("--token", "wrong", "info")
+    assert proc.returncode == 1 and "UNAUTHENTICATED" in proc.stderr
+    assert TOKEN_A not in srv.log()
+
+
+# ---- client-side checks --------------------------------------------------------------------
+
+
+def test_client_refuses_inconsistent_credentials(server, tls_files):
+    with pytest.raises(ValueError, match="certificate_chain and private_key go together"):
+        gpuflow.connect(server.target, certificate_chain=tls_files["client"][0])
+    with pytest.raises(ValueError, match="tls=False, but certificates were given"):
+        gpuflow.connect(server.target, tls=False, root_certificates=tls_files["ca"][0])
+    with pytest.raises(ValueError, match="cannot read root_certificates"):
+        gpuflow.connect(server.target, root_certificates="/nonexistent/ca.crt")
+    with pytest.raises(ValueError, match="token must be a non-empty string"):
+        gpuflow.connect(server.target, token="two\nlines")
+
+
+def test_client_warns_before_sending_a_token_in_clear_beyond_loopback(monkeypatch):
+    # No server needed: the warning comes before connecting (which then fails).
+    with pytest.warns(UserWarning, match="without TLS"):
+        with pytest.raises(gpuflow.UnavailableError):
+            gpuflow.connect("192.0.2.1:50051", token="t", timeout=0.2)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(gpuflow.UnavailableError):
+            gpuflow.connect("127.0.0.1:1", token="t", timeout=0.2)

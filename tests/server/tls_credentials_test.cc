@@ -1,78 +1,41 @@
 #include "server/tls_credentials.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/test_pki.h"
 
 namespace gpuflow::server {
 namespace {
 
 using ::gpuflow::testing::IsOk;
 using ::gpuflow::testing::StatusIs;
+using ::gpuflow::testing::TestPki;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Certificates made by the openssl command in a temporary directory.
 class TlsCredentialsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (std::system("openssl version > /dev/null 2>&1") != 0) {
-      GTEST_SKIP() << "needs the openssl command (scripts/install_deps.sh)";
-    }
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("tls_credentials_test_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-    MakeCa("ca");
-    Issue("ca", "server");
-    Issue("ca", "other");
-  }
-  void TearDown() override {
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    absl::StatusOr<std::unique_ptr<TestPki>> pki = TestPki::Create("tls_credentials_test");
+    if (!pki.ok()) GTEST_SKIP() << pki.status();
+    pki_ = *std::move(pki);
+    pki_->MakeCa("ca");
+    pki_->Issue("ca", "server");
+    pki_->Issue("ca", "other");
   }
 
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string Path(const std::string& name) const { return pki_->Path(name); }
+  std::string Read(const std::string& name) const { return pki_->Read(name); }
+  void Run(const std::string& command) { pki_->Run(command); }
+  void Copy(const std::string& from, const std::string& to) { pki_->Copy(from, to); }
 
-  void Run(const std::string& command) {
-    ASSERT_EQ(std::system((command + " > /dev/null 2>&1").c_str()), 0) << command;
-  }
-  void MakeCa(const std::string& name) {
-    Run(
-        absl::StrCat("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-                     "-days 2 -subj /CN=",
-                     name, " -keyout ", Path(name + ".key"), " -out ", Path(name + ".crt")));
-  }
-  void Issue(const std::string& ca, const std::string& name) {
-    Run(absl::StrCat(
-        "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=", name,
-        " -keyout ", Path(name + ".key"), " -out ", Path(name + ".csr")));
-    Run(absl::StrCat("openssl x509 -req -in ", Path(name + ".csr"), " -CA ", Path(ca + ".crt"),
-                     " -CAkey ", Path(ca + ".key"), " -CAcreateserial -days 2 -out ",
-                     Path(name + ".crt")));
-  }
-  std::string Read(const std::string& name) const {
-    std::ifstream file(Path(name));
-    std::stringstream contents;
-    contents << file.rdbuf();
-    return contents.str();
-  }
-  void Copy(const std::string& from, const std::string& to) {
-    const std::string tmp = Path(to + ".tmp");
-    std::ofstream(tmp) << Read(from);
-    std::filesystem::rename(tmp, Path(to));
-  }
-
-  std::filesystem::path dir_;
+  std::unique_ptr<TestPki> pki_;
 };
 
 TEST_F(TlsCredentialsTest, ChecksTheFilesAndDescribesTheCertificate) {

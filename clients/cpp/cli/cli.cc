@@ -81,9 +81,26 @@ const std::vector<Option>& GlobalOptions() {
        "an open session's id (default: $GPUFLOW_SESSION); see `gpuflow session create`"},
       {"connect-timeout", '\0', "DURATION", false,
        "how long to wait for the server to answer (default 10s)"},
+      {"token", '\0', "TOKEN", false,
+       "bearer token of a server with tenants (default: $GPUFLOW_TOKEN)"},
+      {"tls", '\0', "", false, "use TLS, trusting the system's root certificates"},
+      {"tls-ca", '\0', "FILE", false,
+       "use TLS, trusting the CA certificates in this PEM file (default: $GPUFLOW_TLS_CA)"},
+      {"tls-cert", '\0', "FILE", false,
+       "client certificate chain (PEM) for mutual TLS, with --tls-key (default: "
+       "$GPUFLOW_TLS_CERT)"},
+      {"tls-key", '\0', "FILE", false,
+       "private key (PEM) of --tls-cert (default: $GPUFLOW_TLS_KEY)"},
       {"help", 'h', "", false, "show this help"},
   };
   return *options;
+}
+
+// Long option names match with '-' and '_' taken as one.
+bool SameOptionName(absl::string_view a, absl::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return x == y || ((x == '-' || x == '_') && (y == '-' || y == '_'));
+         });
 }
 
 // Parses `args` against the command's options and the global ones; sets
@@ -118,7 +135,8 @@ Args ParseArgs(const std::vector<std::string>& args, const Command& command,
       const size_t equals = body.find('=');
       const std::string name(body.substr(0, equals));
       if (equals != absl::string_view::npos) value = std::string(body.substr(equals + 1));
-      option = find([&](const Option& o) { return o.name == name; });
+      // --tls_ca and --tls-ca are the same option.
+      option = find([&](const Option& o) { return SameOptionName(o.name, name); });
       spelled = "--" + name;
     } else {
       option =
@@ -264,6 +282,17 @@ class Context {
       GPUFLOW_CLIENT_ASSIGN_OR_RETURN(
           options.connect_timeout,
           ParseDurationFlag("connect-timeout", args_.Get("connect-timeout")));
+    }
+    options.token = args_.Get("token", environment_.token);
+    const std::string ca = args_.Get("tls-ca", environment_.tls_ca);
+    const std::string cert = args_.Get("tls-cert", environment_.tls_cert);
+    const std::string key = args_.Get("tls-key", environment_.tls_key);
+    if (cert.empty() != key.empty()) {
+      return absl::InvalidArgumentError(
+          "--tls-cert and --tls-key go together (or $GPUFLOW_TLS_CERT and $GPUFLOW_TLS_KEY)");
+    }
+    if (args_.Has("tls") || !ca.empty() || !cert.empty()) {
+      GPUFLOW_CLIENT_ASSIGN_OR_RETURN(options.tls, TlsOptions::FromFiles(ca, cert, key));
     }
     GPUFLOW_CLIENT_ASSIGN_OR_RETURN(Client client, Client::Connect(target(), options));
     client_ = client;

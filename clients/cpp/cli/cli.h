@@ -6,8 +6,8 @@
 //                     {.target = "localhost:50051", .session = id}, out, err);
 //
 // Commands: info; session create|close|info; upload; download; ls; rm; run;
-// bench; help. Each takes --target and --session (defaults from the
-// environment given), and --help.
+// bench; help. Each takes --target, --session, --token and --tls-* (defaults
+// from the environment given), and --help.
 //
 // Thread-compatible: concurrent calls share nothing but the streams given.
 #ifndef GPUFLOW_CLIENTS_CPP_CLI_CLI_H_
@@ -26,14 +26,22 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
 
-// Defaults taken from the environment (GPUFLOW_TARGET, GPUFLOW_SESSION);
-// the command line wins.
+// Defaults taken from the environment (GPUFLOW_TARGET, GPUFLOW_SESSION,
+// GPUFLOW_TOKEN, GPUFLOW_TLS_CA, GPUFLOW_TLS_CERT, GPUFLOW_TLS_KEY); the
+// command line wins.
 struct CliEnvironment {
   // Empty: localhost:50051.
-  std::string target;
+  std::string target{};
   // Empty: none (upload, download, ls and rm then fail; run and bench use a
   // temporary session).
-  std::string session;
+  std::string session{};
+  // The bearer token of a server with tenants; empty: none.
+  std::string token{};
+  // PEM files: the CA to trust (TLS), and this client's certificate and key
+  // (mutual TLS). Empty: plaintext, unless --tls.
+  std::string tls_ca{};
+  std::string tls_cert{};
+  std::string tls_key{};
 };
 
 // Runs one command; `args` excludes the program name. Results go to `out`,

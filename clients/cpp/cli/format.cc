@@ -179,6 +179,7 @@ std::string FormatServerInfo(const v1::ServerInfo& info) {
   absl::StrAppend(&out, "backend:   ", info.backend(), "\n");
   absl::StrAppend(&out, "device:    ", info.device(), "\n");
   absl::StrAppend(&out, "healthy:   ", info.healthy() ? "yes" : "no", "\n");
+  if (!info.tenant().empty()) absl::StrAppend(&out, "tenant:    ", info.tenant(), "\n");
   absl::StrAppend(&out, "sessions:  ", info.active_sessions(), " open, at most ",
                   limits.max_sessions(), "\n");
   absl::StrAppend(&out, "quota:     ", FormatBytes(limits.default_session_memory_limit_bytes()),

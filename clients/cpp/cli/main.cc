@@ -12,5 +12,9 @@ int main(int argc, char** argv) {
   gpuflow::client::cli::CliEnvironment environment;
   if (const char* target = std::getenv("GPUFLOW_TARGET")) environment.target = target;
   if (const char* session = std::getenv("GPUFLOW_SESSION")) environment.session = session;
+  if (const char* token = std::getenv("GPUFLOW_TOKEN")) environment.token = token;
+  if (const char* ca = std::getenv("GPUFLOW_TLS_CA")) environment.tls_ca = ca;
+  if (const char* cert = std::getenv("GPUFLOW_TLS_CERT")) environment.tls_cert = cert;
+  if (const char* key = std::getenv("GPUFLOW_TLS_KEY")) environment.tls_key = key;
   return gpuflow::client::cli::RunCli(args, environment, std::cout, std::cerr);
 }

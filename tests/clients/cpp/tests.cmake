@@ -18,3 +18,9 @@ gpuflow_test(cli_test SRCS clients/cpp/cli/cli_test.cc
              LABELS integration)
 target_compile_definitions(cli_test PRIVATE GPUFLOW_SERVER_BIN="$<TARGET_FILE:gpuflowd>")
 add_dependencies(cli_test gpuflowd)
+# The client and the CLI against a gpuflowd with TLS, mutual TLS and tokens.
+gpuflow_test(client_security_test SRCS clients/cpp/client_security_test.cc
+             DEPS gpuflow::cli gpuflow::client gpuflow::testing absl::strings absl::time
+             LABELS integration)
+target_compile_definitions(client_security_test PRIVATE GPUFLOW_SERVER_BIN="$<TARGET_FILE:gpuflowd>")
+add_dependencies(client_security_test gpuflowd)
