@@ -11,7 +11,7 @@ PYTHON       ?= /usr/bin/python3
 PORT         ?= 50051
 CMAKE_ARGS   ?=
 
-.PHONY: all deps configure build test test-cpp test-python test-node test-sanitize check-format format serve clean bench-transfer fuzz-build fuzz fuzz-regress
+.PHONY: all deps configure build test test-cpp test-python test-node test-sanitize test-image check-format format serve clean bench-transfer fuzz-build fuzz fuzz-regress
 
 all: build
 
@@ -49,6 +49,15 @@ test-node: build
 	  fi; \
 	  GPUFLOW_SERVER_BIN=$(BUILD_DIR)/bin/gpuflowd node --test tests/node/example.test.js; \
 	fi
+
+# The cpu image built with podman from build/bin (no compile in a container)
+# on a Debian 12 base made by debootstrap, then run and probed
+# (tests/python/test_deploy_image.py). Minutes, and it needs Debian's mirror:
+# not part of make test or CI. The CUDA image is checked statically in make test.
+test-image: build
+	@scripts/install_deps.sh --image
+	GPUFLOW_TEST_IMAGE=1 GPUFLOW_SERVER_BIN=$(BUILD_DIR)/bin/gpuflowd PYTHONPATH=clients/python \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/python/test_deploy_image.py
 
 serve: build
 	$(BUILD_DIR)/bin/gpuflowd --address=localhost --port=$(PORT) --backend=auto

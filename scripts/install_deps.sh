@@ -10,18 +10,23 @@
 #                                     Debian 12, or Ubuntu 24.04 for CUDA)
 #   scripts/install_deps.sh --image   make test's and a container engine's
 #                                     (make test-image: podman, debootstrap)
+#   ... --list                        prints the packages instead
 set -euo pipefail
 
-mode=${1:-test}
-case $mode in
-  test | --build | --image) ;;
-  *) echo "usage: $0 [--build | --image]" >&2; exit 2 ;;
-esac
+mode=test
+list=false
+for arg in "$@"; do
+  case $arg in
+    --build | --image) mode=$arg ;;
+    --list) list=true ;;
+    *) echo "usage: $0 [--build | --image] [--list]" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   cmake ninja-build g++ pkg-config make
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
-  libcivetweb-dev libssl-dev
+  libcivetweb-dev prometheus-cpp-dev libssl-dev
 )
 if [ "$mode" != --build ]; then
   packages+=(
@@ -44,7 +49,12 @@ if [ "$mode" != --build ]; then
   command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
 fi
 if [ "$mode" = --image ]; then
-  packages+=(podman buildah debootstrap crun uidmap)
+  # runc: crun refuses hosts with hybrid cgroup hierarchies.
+  packages+=(podman buildah debootstrap runc uidmap)
+fi
+if $list; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
 fi
 
 missing=()
