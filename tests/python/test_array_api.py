@@ -481,8 +481,8 @@ def test_indexing_misuse(session):
         x[True]
     with pytest.raises(ValueError, match="step cannot be zero"):
         x[::0]
-    with pytest.raises(TypeError, match="immutable"):
-        x[0] = 1
+    with pytest.raises(ValueError, match="could not broadcast input array from shape"):
+        x[0] = np.ones(3)
 
 
 def test_operand_and_dtype_misuse(session, client):
@@ -495,11 +495,11 @@ def test_operand_and_dtype_misuse(session, client):
         x.astype(np.complex64)
     with pytest.raises(TypeError, match="gpuflow has no dtype"):
         session.asarray(np.ones(2, np.complex64))
-    with pytest.raises(TypeError, match="out= is not supported"):
+    with pytest.raises(TypeError, match="out must be a gpuflow RemoteArray"):
         x.sum(out=np.empty(()))
-    with pytest.raises(TypeError, match="bitwise_and requires integer or bool"):
+    with pytest.raises(TypeError, match="ufunc 'bitwise_and' not supported for the input types"):
         x & 1
-    with pytest.raises(TypeError, match="neg is not supported for bool"):
+    with pytest.raises(TypeError, match="The numpy boolean negative"):
         -(x > 0)
     with client.session() as other:
         y = other.asarray(np.ones(3, np.float32))
@@ -510,10 +510,14 @@ def test_operand_and_dtype_misuse(session, client):
 
 
 def test_server_errors_surface_at_evaluation(session):
-    x = session.asarray(np.ones(3, np.int8))
-    y = x + 300  # NumPy 2: out of bounds for int8; the server checks it
+    session.upload(np.ones(3, np.int8), name="x")
+    g = gf.Graph()
+    y = g.add(g.array("x"), 300)  # NumPy 2: out of bounds for int8; the server checks it too
     with pytest.raises(gf.InvalidArgumentError, match="300 out of bounds for int8"):
-        y.get()
+        session.execute(g, outputs=[y])
+    x = session.asarray(np.ones(3, np.int8))
+    with pytest.raises(OverflowError, match="Python integer 300 out of bounds for int8"):
+        x + 300  # the client knows first, and raises what NumPy raises, at the call
 
 
 def test_no_session_is_a_clear_error():

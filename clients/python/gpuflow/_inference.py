@@ -299,16 +299,34 @@ for _op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "lo
 for _op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     _BINARY[_op] = "integer"
 
-_BOOL_HINTS = {"neg": "; use logical_not (~)", "sub": "; use logical_xor or bitwise_xor (^)"}
+# NumPy's own messages where it has one.
+_BOOL_MESSAGES = {
+    "neg": "The numpy boolean negative, the `-` operator, is not supported, use the `~` operator "
+           "or the logical_not function instead.",
+    "sub": "numpy boolean subtract, the `-` operator, is not supported, use the bitwise_xor, the "
+           "`^` operator, or the logical_xor function instead.",
+}
+# The ufunc names NumPy's messages use, for the server's op names.
+NUMPY_NAMES = {
+    "neg": "negative", "abs": "absolute", "sub": "subtract", "mul": "multiply", "div": "divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "atan2": "arctan2",
+    "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
+    "ge": "greater_equal", "round": "rint", "bitwise_not": "invert",
+}
+
+
+def _no_loop(op):
+    name = NUMPY_NAMES.get(op, op)
+    return TypeError(
+        f"ufunc '{name}' not supported for the input types, and the inputs could not be safely "
+        "coerced to any supported types according to the casting rule ''safe''")
+
+
+def _bool_error(op):
+    return TypeError(_BOOL_MESSAGES.get(op, f"{op} is not supported for bool"))
 
 UNARY_OPS = frozenset(_UNARY)
 BINARY_OPS = frozenset(_BINARY)
-
-
-def _describe(t):
-    if not t.weak:
-        return t.dtype
-    return {"b": "Python bool", "f": "Python float"}.get(_KIND[t.dtype], "Python int")
 
 
 def _unary(op, types):
@@ -319,7 +337,7 @@ def _unary(op, types):
         return d
     if rule == "same_no_bool":
         if d == "bool":
-            raise TypeError(f"{op} is not supported for bool{_BOOL_HINTS.get(op, '')}")
+            raise _bool_error(op)
         return d
     if rule == "bool_to_int8":
         return "int8" if d == "bool" else d
@@ -328,7 +346,7 @@ def _unary(op, types):
     if rule == "bool":
         return "bool"
     if is_float(d):
-        raise TypeError(f"{op} requires an integer or bool input, got {_describe(t)}")
+        raise _no_loop(op)
     return d
 
 
@@ -339,7 +357,7 @@ def _binary(op, types):
         return p
     if rule == "no_bool":
         if p == "bool":
-            raise TypeError(f"{op} is not supported for bool{_BOOL_HINTS.get(op, '')}")
+            raise _bool_error(op)
         return p
     if rule == "true_divide":
         return p if is_float(p) else "float64"
@@ -350,8 +368,7 @@ def _binary(op, types):
     if rule == "bool":
         return "bool"
     if is_float(p):
-        raise TypeError(f"{op} requires integer or bool inputs, got "
-                        + " and ".join(_describe(t) for t in types))
+        raise _no_loop(op)
     return p
 
 
@@ -534,3 +551,111 @@ def infer(op, types, attrs):
             raise TypeError(f"{op} requires a float dtype, got {dtype}")
         return dtype, tuple(attrs["shape"])
     raise NotImplementedError(f"no client-side rule for op {op!r}")
+
+
+# ---- casting and Python ints: NumPy's checks, made before anything is sent ------
+
+CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+class UFuncTypeError(TypeError):
+    """NumPy's UFuncTypeError: a ufunc's casting rule refuses a cast."""
+
+
+def check_casting(casting):
+    if casting not in CASTINGS:
+        raise ValueError("casting must be one of 'no', 'equiv', 'safe', 'same_kind', or 'unsafe'")
+
+
+def can_cast(from_dtype, to_dtype, casting="safe"):
+    """numpy.can_cast for two gpuflow dtype names, bfloat16 included (which
+    holds bool, int8 and uint8 exactly and fits in float32)."""
+    if from_dtype == to_dtype or casting == "unsafe":
+        return True
+    if casting in ("no", "equiv"):
+        return False
+    if "bfloat16" not in (from_dtype, to_dtype):
+        return bool(np.can_cast(from_dtype, to_dtype, casting))
+    if casting == "safe":
+        if to_dtype == "bfloat16":
+            return from_dtype in ("bool", "int8", "uint8")
+        return to_dtype in ("float32", "float64")
+    return is_float(to_dtype)  # same_kind: anything to a float, floats only to floats
+
+
+def cast_error(ufunc, what, from_dtype, to_dtype, casting):
+    """NumPy's message for a refused cast of a ufunc's input ``what`` (an
+    index) or output (``what`` None)."""
+    where = "output" if what is None else f"input {what}"
+    return UFuncTypeError(f"Cannot cast ufunc '{ufunc}' {where} from dtype('{from_dtype}') to "
+                          f"dtype('{to_dtype}') with casting rule '{casting}'")
+
+
+_COMPARISONS = frozenset(("eq", "ne", "lt", "le", "gt", "ge"))
+_NO_INT_CONVERSION = _COMPARISONS | {"logical_and", "logical_or", "logical_xor", "logical_not",
+                                     "isnan", "isinf", "cast"}
+
+
+def _weak_int_target(op, index, dtype):
+    """The dtype a weak Python int input is converted to (the server's
+    WeakIntTarget, engine/ir/validate.cc): elementwise ops convert it to what
+    they compute in, which is their output dtype but for comparisons (which
+    take any int exactly) and logical ops (which only test != 0); full to its
+    dtype; other ops take it as an array of its own."""
+    if op == "full":
+        return dtype
+    if op in _NO_INT_CONVERSION or (op == "where" and index == 0):
+        return None
+    if op in _UNARY or op in _BINARY or op in ("where", "clip"):
+        return dtype
+    return None
+
+
+def check_literals(op, types, values, dtype):
+    """NumPy's errors for literal inputs, raised where NumPy raises them: a
+    Python int that the op must convert to an integer dtype that cannot hold
+    it (OverflowError), an integer to a negative integer power (ValueError)."""
+    for i, (t, v) in enumerate(zip(types, values)):
+        if t.weak and isinstance(v, int) and not isinstance(v, bool):
+            target = _weak_int_target(op, i, dtype)
+            if target is not None and _KIND[target] in "iu":
+                info = np.iinfo(target)
+                if not info.min <= v <= info.max:
+                    raise OverflowError(f"Python integer {v} out of bounds for {target}")
+    if op == "pow" and not is_float(dtype) and len(values) == 2:
+        exponent = values[1]
+        negative = False
+        if isinstance(exponent, (int, np.integer)) and not isinstance(exponent, (bool, np.bool_)):
+            negative = exponent < 0
+        elif isinstance(exponent, np.ndarray) and exponent.dtype.kind == "i":
+            negative = bool((exponent < 0).any())
+        if negative:
+            raise ValueError("Integers to negative integer powers are not allowed.")
+
+
+def convert_scalar(value, dtype):
+    """A Python or numpy scalar converted to ``dtype`` as NumPy's assignment
+    (``a[0] = value``, ``a.fill(value)``) converts it: a numpy scalar of
+    that dtype (a Python float for bfloat16). An int out of bounds raises
+    OverflowError, a NaN or infinity into an integer dtype ValueError or
+    OverflowError, with NumPy's messages; other floats are truncated."""
+    if isinstance(value, complex) or (isinstance(value, np.generic)
+                                      and np.iscomplexobj(value)):
+        raise TypeError("gpuflow has no complex dtypes")
+    if isinstance(value, np.generic):
+        value = value.item()
+    if _KIND[dtype] in "iu" and not isinstance(value, bool):
+        if isinstance(value, float):
+            if math.isnan(value):
+                raise ValueError("cannot convert float NaN to integer")
+            if math.isinf(value):
+                raise OverflowError("cannot convert float infinity to integer")
+            with np.errstate(all="ignore"):
+                return np.array(value).astype(dtype)[()]
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise OverflowError(f"Python integer {value} out of bounds for {dtype}")
+    if dtype == "bfloat16":
+        return float(value)
+    with np.errstate(all="ignore"):
+        return np.dtype(dtype).type(value)

@@ -16,85 +16,59 @@ import operator
 import numpy as np
 
 from gpuflow import _inference
+from gpuflow._ufunc import ALIASES, UFUNCS, ufunc
 from gpuflow.remote_array import (
     RemoteArray,
     apply,
     arg_reduce,
     axes_attr,
     dtype_name,
+    rebind_out,
     reduce,
     scan,
     session_of,
 )
 
 
-def _unary(op, numpy_name):
-    def f(x, out=None):
-        if out is not None:
-            raise TypeError("out= is not supported: gpuflow arrays are immutable")
-        return apply(op, (x,))
-
-    f.__name__ = f.__qualname__ = numpy_name
-    f.__doc__ = f"numpy.{numpy_name} (gpuflow op {op!r}; see docs/ops.md for dtypes)."
-    return f
-
-
-def _binary(op, numpy_name):
-    def f(x1, x2, out=None):
-        if out is not None:
-            raise TypeError("out= is not supported: gpuflow arrays are immutable")
-        return apply(op, (x1, x2))
-
-    f.__name__ = f.__qualname__ = numpy_name
-    f.__doc__ = f"numpy.{numpy_name} (gpuflow op {op!r}; see docs/ops.md for dtypes)."
-    return f
-
-
-# numpy name -> gpuflow op. Aliases share an op (absolute/abs, ...).
-UNARY = {
-    "negative": "neg", "absolute": "abs", "abs": "abs", "sign": "sign", "square": "square",
-    "sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "log1p": "log1p",
-    "expm1": "expm1", "sin": "sin", "cos": "cos", "tanh": "tanh", "sigmoid": "sigmoid",
-    "relu": "relu", "gelu": "gelu", "erf": "erf", "floor": "floor", "ceil": "ceil",
-    "rint": "round", "reciprocal": "reciprocal", "isnan": "isnan", "isinf": "isinf",
-    "logical_not": "logical_not", "invert": "bitwise_not", "bitwise_not": "bitwise_not",
-}
-BINARY = {
-    "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div",
-    "floor_divide": "floordiv", "remainder": "mod", "mod": "mod", "power": "pow",
-    "maximum": "maximum", "minimum": "minimum", "arctan2": "atan2", "equal": "eq",
-    "not_equal": "ne", "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge",
-    "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
-    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
-}
-
-for _name, _op in UNARY.items():
-    globals()[_name] = _unary(_op, _name)
-for _name, _op in BINARY.items():
-    globals()[_name] = _binary(_op, _name)
+# NumPy's ufuncs (gpuflow._ufunc), under their names and NumPy's aliases.
+for _name, _u in UFUNCS.items():
+    globals()[_name] = _u
+for _alias, _name in ALIASES.items():
+    globals()[_alias] = UFUNCS[_name]
 
 
 def round(a, decimals=0, out=None):  # noqa: A001 - numpy's name
-    """numpy.round with decimals=0 (half to even)."""
-    if out is not None:
-        raise TypeError("out= is not supported: gpuflow arrays are immutable")
-    if decimals != 0:
-        raise NotImplementedError("gpuflow rounds to integers only (decimals=0)")
-    return apply("round", (a,))
+    """numpy.round: half to even; ``decimals`` as NumPy (scale, round,
+    unscale; integers with decimals < 0 round in float64)."""
+    a = _as_remote(a)
+    decimals = operator.index(decimals)
+    if decimals == 0 or (not _inference.is_float(a._expr.dtype) and decimals > 0):
+        result = apply("round", (a,))
+    elif _inference.is_float(a._expr.dtype):
+        scale = 10.0 ** abs(decimals)
+        result = (apply("round", (a * scale,)) / scale if decimals > 0
+                  else apply("round", (a / scale,)) * scale)
+    else:
+        scale = 10.0 ** -decimals
+        result = (apply("round", (a.astype("float64") / scale,)) * scale).astype(a.dtype)
+    return rebind_out(out, result, "round", broadcast=True)
 
 
 around = round
 
 
-def where(condition, x, y):
-    """numpy.where(condition, x, y); the one-argument form is not supported."""
+def where(condition, x=None, y=None):
+    """numpy.where(condition, x, y). The one-argument form is nonzero, whose
+    size depends on the data (no server op for it)."""
+    if x is None and y is None:
+        raise NotImplementedError("where(condition) is nonzero(condition), whose length depends "
+                                  "on the data: gpuflow has no compaction op")
+    if x is None or y is None:
+        raise ValueError("either both or neither of x and y should be given")
     return apply("where", (condition, x, y))
 
 
-def clip(a, a_min, a_max, out=None):
-    """numpy.clip; either bound may be None."""
-    if out is not None:
-        raise TypeError("out= is not supported: gpuflow arrays are immutable")
+def _clip(a, a_min, a_max):
     if a_min is None and a_max is None:
         raise ValueError("One of max or min must be given")
     if a_min is None:
@@ -102,6 +76,17 @@ def clip(a, a_min, a_max, out=None):
     if a_max is None:
         return apply("maximum", (a, a_min))
     return apply("clip", (a, a_min, a_max))
+
+
+_CLIP = ufunc("clip", 3, 1, _clip, simple=True)
+
+
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):  # noqa: A002
+    """numpy.clip; either bound may be None; ufunc keywords (out, dtype,
+    casting, where) as NumPy's."""
+    a_min = min if a_min is None else a_min
+    a_max = max if a_max is None else a_max
+    return _CLIP(a, a_min, a_max, out=out, **kwargs)
 
 
 def astype(x, dtype):
@@ -209,18 +194,46 @@ def cumprod(a, axis=None, dtype=None, out=None):
 # ---- linear algebra ------------------------------------------------------------------
 
 
-def matmul(a, b, out=None):
-    """numpy.matmul (also ``a @ b``)."""
-    if out is not None:
-        raise TypeError("out= is not supported: gpuflow arrays are immutable")
-    return apply("matmul", (a, b))
+def matmul(a, b, out=None, *, casting="same_kind", order="K", dtype=None, subok=True,
+           signature=None, axes=None, axis=None):
+    """numpy.matmul (also ``a @ b``), with the ufunc keywords; ``axes``
+    names the core axes of a, b and the result ([(-2, -1)] * 3 by default)."""
+    kwargs = {"casting": casting, "order": order, "dtype": dtype, "signature": signature}
+    if axis is not None:
+        raise TypeError("axis can only be used with a single shared core dimension, not with the "
+                        "2 distinct ones implied by signature (n?,k),(k,m?)->(n?,m?).")
+    if axes is None:
+        return UFUNCS["matmul"](a, b, out=out, **kwargs)
+    a, b = _as_remote(a), _as_remote(b)
+    axes = list(axes)
+    core = [min(a.ndim, 2), min(b.ndim, 2)]
+    core.append(max(core[0] + core[1] - 2, 0))
+    if len(axes) == 2 and core[2] == 0:
+        axes.append(())
+    if len(axes) != 3:
+        raise ValueError("axes should be a list with an entry for all 3 inputs and outputs; "
+                         "entries for outputs can only be omitted if none of them has core axes.")
+    axes = [tuple(_seq(x)) for x in axes]
+    for i, (given, n) in enumerate(zip(axes, core)):
+        if len(given) != n:
+            raise ValueError(f"axes item {i} should be a tuple with {n} elements")
+    a = moveaxis(a, axes[0], list(range(-core[0], 0)))
+    b = moveaxis(b, axes[1], list(range(-core[1], 0)))
+    result = UFUNCS["matmul"](a, b, **kwargs)
+    if core[2]:
+        result = moveaxis(result, list(range(-core[2], 0)), list(axes[2]))
+    return rebind_out(out, result, "matmul", casting, broadcast=True)
 
 
 def dot(a, b, out=None):
-    """numpy.dot for operands of rank <= 2 (use matmul above)."""
-    if out is not None:
-        raise TypeError("out= is not supported: gpuflow arrays are immutable")
-    return apply("dot", (a, b))
+    """numpy.dot for operands of rank <= 2 (use matmul above); ``out`` must
+    have the result's dtype and shape, as NumPy requires."""
+    result = apply("dot", (a, b))
+    if out is not None and (not isinstance(out, RemoteArray) or out.dtype != result.dtype
+                            or out.shape != result.shape):
+        raise ValueError("output array is not acceptable (must have the right datatype, number "
+                         "of dimensions, and be a C-Array)")
+    return rebind_out(out, result, "dot")
 
 
 # ---- shapes ------------------------------------------------------------------------------
@@ -248,10 +261,11 @@ def swapaxes(a, axis1, axis2):
 def moveaxis(a, source, destination):
     """numpy.moveaxis."""
     a = _as_remote(a)
-    src = [_inference.normalize_axis(s, a.ndim) for s in _seq(source)]
-    dst = [_inference.normalize_axis(d, a.ndim) for d in _seq(destination)]
+    src = _axis_tuple(source, a.ndim, "source")
+    dst = _axis_tuple(destination, a.ndim, "destination")
     if len(src) != len(dst):
-        raise ValueError("source and destination must have the same number of elements")
+        raise ValueError("`source` and `destination` arguments must have the same number of "
+                         "elements")
     order = [n for n in range(a.ndim) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -260,6 +274,14 @@ def moveaxis(a, source, destination):
 
 def _seq(v):
     return list(v) if isinstance(v, (tuple, list)) else [v]
+
+
+def _axis_tuple(axes, ndim, argname):
+    """numpy.lib.normalize_axis_tuple: normalised, checked, not repeated."""
+    out = [_inference.normalize_axis(x, ndim) for x in _seq(axes)]
+    if len(set(out)) != len(out):
+        raise ValueError(f"repeated axis in `{argname}` argument")
+    return out
 
 
 def ravel(a, order="C"):
@@ -293,17 +315,36 @@ def flip(m, axis=None):
     return m[tuple(key)]
 
 
-def concatenate(arrays, axis=0):
-    """numpy.concatenate (promoted dtype)."""
+def _joined(op, arrays, axis, out, dtype, casting):
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("need at least one array to " + ("concatenate" if op == "concatenate"
+                                                          else "stack"))
+    _inference.check_casting(casting)
+    if dtype is not None:
+        target = dtype_name(dtype)
+        session = session_of(arrays)
+        arrays = [x if isinstance(x, RemoteArray) else asarray(x, session=session) for x in arrays]
+        for x in arrays:
+            if not _inference.can_cast(x._expr.dtype, target, casting):
+                raise TypeError(f"Cannot cast array data from dtype('{x._expr.dtype}') to "
+                                f"dtype('{target}') according to the rule '{casting}'")
+        arrays = [x.astype(target, copy=False) for x in arrays]
+    result = apply(op, tuple(arrays), {"axis": operator.index(axis)})
+    return rebind_out(out, result, op, casting)
+
+
+def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """numpy.concatenate (promoted dtype, or ``dtype`` with its casting check)."""
     if axis is None:
         arrays = [ravel(a) for a in arrays]
         axis = 0
-    return apply("concatenate", tuple(arrays), {"axis": operator.index(axis)})
+    return _joined("concatenate", arrays, axis, out, dtype, casting)
 
 
-def stack(arrays, axis=0):
-    """numpy.stack (promoted dtype)."""
-    return apply("stack", tuple(arrays), {"axis": operator.index(axis)})
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """numpy.stack (promoted dtype, or ``dtype`` with its casting check)."""
+    return _joined("stack", arrays, axis, out, dtype, casting)
 
 
 # ---- creation ----------------------------------------------------------------------------
@@ -429,14 +470,48 @@ def size(a):
     return a.size if isinstance(a, RemoteArray) else np.size(a)
 
 
+def result_type(*arrays_and_dtypes):
+    """numpy.result_type under NumPy 2 rules (Python scalars weak), for
+    RemoteArrays, arrays, scalars and dtypes (bfloat16 included)."""
+    types = []
+    for x in arrays_and_dtypes:
+        if isinstance(x, RemoteArray):
+            types.append(_inference.Type(x._expr.dtype, ()))
+        elif isinstance(x, (bool, int, float)):
+            types.append(_inference.Type.weak_scalar(x))
+        elif isinstance(x, (np.ndarray, np.generic)):
+            types.append(_inference.Type(dtype_name(x.dtype), ()))
+        else:
+            types.append(_inference.Type(dtype_name(x), ()))
+    name = _inference.promote_types(types)
+    return name if name == "bfloat16" else np.dtype(name)
+
+
+def can_cast(from_, to, casting="safe"):
+    """numpy.can_cast for dtypes and RemoteArrays (by dtype, as NumPy 2)."""
+    _inference.check_casting(casting)
+    source = from_._expr.dtype if isinstance(from_, RemoteArray) else dtype_name(
+        from_.dtype if isinstance(from_, (np.ndarray, np.generic)) else from_)
+    return _inference.can_cast(source, dtype_name(to), casting)
+
+
+# The NumPy functions composed in their own modules, and CuPy's ndarray names.
+from gpuflow import _ranges, _shapes, _stats  # noqa: E402
+from gpuflow import random  # noqa: E402,F401 - gpuflow.random, CuPy's cupy.random
+from gpuflow._ranges import *  # noqa: E402,F401,F403
+from gpuflow._shapes import *  # noqa: E402,F401,F403
+from gpuflow._stats import *  # noqa: E402,F401,F403
+
+ndarray = RemoteArray
+
 __all__ = sorted(
-    list(UNARY) + list(BINARY) + [
+    list(UFUNCS) + list(ALIASES) + _ranges.__all__ + _shapes.__all__ + _stats.__all__ + [
         "all", "amax", "amin", "any", "arange", "array", "argmax", "argmin", "around", "asarray",
-        "broadcast_to", "clip", "concatenate", "cumprod", "cumsum", "dot", "empty",
+        "broadcast_to", "can_cast", "clip", "concatenate", "cumprod", "cumsum", "dot", "empty",
         "empty_like", "expand_dims", "flip", "full", "full_like", "log_softmax", "logsumexp",
-        "matmul", "max", "mean", "min", "moveaxis", "ndim", "ones", "ones_like", "prod",
-        "random_normal", "random_uniform", "ravel", "reshape", "round", "shape", "size",
-        "softmax", "squeeze", "stack", "std", "sum", "swapaxes", "transpose", "var", "where",
-        "zeros", "zeros_like",
+        "matmul", "max", "mean", "min", "moveaxis", "ndarray", "ndim", "ones", "ones_like",
+        "prod", "random", "random_normal", "random_uniform", "ravel", "reshape", "result_type",
+        "round", "shape", "size", "softmax", "squeeze", "stack", "std", "sum", "swapaxes",
+        "transpose", "ufunc", "var", "where", "zeros", "zeros_like",
     ]
 )

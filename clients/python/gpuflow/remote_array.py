@@ -36,6 +36,7 @@ import weakref
 import numpy as np
 
 from gpuflow import _inference, dtypes
+from gpuflow._members import ArrayMembers, c_strides
 from gpuflow import client as _client
 from gpuflow.errors import Error
 from gpuflow.graph import Graph, inline_to_numpy
@@ -225,6 +226,7 @@ def apply(op, operands, attrs=None, *, session=None, writable=False):
         types.append(t)
     attrs = {k: v for k, v in (attrs or {}).items() if v is not None}
     dtype, shape = _inference.infer(op, types, attrs)
+    _inference.check_literals(op, types, inputs, dtype)
     return RemoteArray(session, _Expr(op, inputs, attrs, dtype, shape), writable=writable)
 
 
@@ -235,9 +237,39 @@ def _binop(op, a, b):
         return NotImplemented
 
 
-def _no_out(out):
-    if out is not None:
-        raise TypeError("out= is not supported: gpuflow arrays are immutable; use the result")
+def rebind_out(out, result, name, casting="unsafe", broadcast=False):
+    """``out=``: rebinds the RemoteArray ``out`` (or a 1-tuple of it) to
+    ``result`` cast to out's dtype (checked against ``casting``, as NumPy
+    checks it) and returns it; with ``broadcast`` the result may broadcast
+    to out's shape (ufuncs), else the shapes must match (reductions). None:
+    ``result`` itself."""
+    if isinstance(out, tuple):
+        if len(out) != 1:
+            raise ValueError(f"{name}: out must be a single array, got {len(out)}")
+        out = out[0]
+    if out is None:
+        return result
+    if not isinstance(out, RemoteArray):
+        raise TypeError(f"out must be a gpuflow RemoteArray (its Python object is rebound to the "
+                        f"result), got {type(out).__name__}")
+    if out.session is not result.session:
+        raise ValueError("out belongs to another session")
+    if not _inference.can_cast(result._expr.dtype, out._expr.dtype, casting):
+        raise _inference.cast_error(name, None, result._expr.dtype, out._expr.dtype, casting)
+    if broadcast:
+        full = _inference.broadcast_shapes(result.shape, out.shape)
+        if full != out.shape:
+            raise ValueError(f"non-broadcastable output operand with shape {out.shape} doesn't "
+                             f"match the broadcast shape {full}")
+    elif result.shape != out.shape:
+        raise ValueError(f"output parameter for {name} has shape {out.shape}, the result has "
+                         f"{result.shape}")
+    if result._expr.dtype != out._expr.dtype:
+        result = result.astype(out.dtype)
+    if result.shape != out.shape:
+        result = apply("broadcast_to", (result,), {"shape": list(out.shape)})
+    out._expr = result._expr
+    return out
 
 
 def axes_attr(axis):
@@ -396,17 +428,34 @@ def persist(named):
 # ---- the array ----------------------------------------------------------------------
 
 
-class RemoteArray:
+class RemoteArray(ArrayMembers):
     """An array in a gpuflow session, computed lazily. See the module doc."""
 
     __slots__ = ("session", "_expr", "_writable")
     # Numpy defers to our reflected operators and ufunc override.
     __array_priority__ = 1000
 
-    def __init__(self, session, expr, writable=False):
-        self.session = session
-        self._expr = expr
-        self._writable = writable
+    def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C", *,
+                 session=None, writable=False):
+        """``gpuflow.ndarray(shape, dtype=float)``, CuPy's constructor: a new
+        (zero-filled, writable) array in ``session`` (default: the current
+        one). ``RemoteArray(session, expr)`` is the internal form."""
+        if isinstance(shape, _client.Session):
+            self.session, self._expr, self._writable = shape, dtype, writable
+            return
+        if memptr is not None:
+            raise NotImplementedError("gpuflow arrays live on the server: memptr= is not supported")
+        from gpuflow import functions
+
+        dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        if order not in ("C", "F"):
+            raise ValueError("order not understood")
+        strides_c = c_strides(tuple(operator.index(d) for d in dims), dtype_name(dtype))
+        if (order == "F" and sum(1 for d in dims if d > 1) > 1) or (
+                strides is not None and tuple(strides) != strides_c):
+            raise NotImplementedError("gpuflow arrays are C-contiguous only")
+        made = functions.zeros(dims, dtype, session=session)
+        self.session, self._expr, self._writable = made.session, made._expr, True
 
     @classmethod
     def _from_session_array(cls, session, info):
@@ -522,99 +571,11 @@ class RemoteArray:
     # -- numpy interop --------------------------------------------------------------------
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        op = _UFUNC_OPS.get(ufunc.__name__)
-        if method != "__call__" or op is None or kwargs:
-            return NotImplemented
-        try:
-            return apply(op, inputs)
-        except UnsupportedOperand:
-            return NotImplemented
+        from gpuflow import _ufunc
 
-    # -- operators -------------------------------------------------------------------------
+        return _ufunc.array_ufunc(ufunc, method, inputs, kwargs)
 
-    def __add__(self, other):
-        return _binop("add", self, other)
-
-    def __radd__(self, other):
-        return _binop("add", other, self)
-
-    def __sub__(self, other):
-        return _binop("sub", self, other)
-
-    def __rsub__(self, other):
-        return _binop("sub", other, self)
-
-    def __mul__(self, other):
-        return _binop("mul", self, other)
-
-    def __rmul__(self, other):
-        return _binop("mul", other, self)
-
-    def __truediv__(self, other):
-        return _binop("div", self, other)
-
-    def __rtruediv__(self, other):
-        return _binop("div", other, self)
-
-    def __floordiv__(self, other):
-        return _binop("floordiv", self, other)
-
-    def __rfloordiv__(self, other):
-        return _binop("floordiv", other, self)
-
-    def __mod__(self, other):
-        return _binop("mod", self, other)
-
-    def __rmod__(self, other):
-        return _binop("mod", other, self)
-
-    def __pow__(self, other):
-        return _binop("pow", self, other)
-
-    def __rpow__(self, other):
-        return _binop("pow", other, self)
-
-    def __matmul__(self, other):
-        return _binop("matmul", self, other)
-
-    def __rmatmul__(self, other):
-        return _binop("matmul", other, self)
-
-    def __and__(self, other):
-        return _binop("bitwise_and", self, other)
-
-    def __rand__(self, other):
-        return _binop("bitwise_and", other, self)
-
-    def __or__(self, other):
-        return _binop("bitwise_or", self, other)
-
-    def __ror__(self, other):
-        return _binop("bitwise_or", other, self)
-
-    def __xor__(self, other):
-        return _binop("bitwise_xor", self, other)
-
-    def __rxor__(self, other):
-        return _binop("bitwise_xor", other, self)
-
-    def __eq__(self, other):
-        return _binop("eq", self, other)
-
-    def __ne__(self, other):
-        return _binop("ne", self, other)
-
-    def __lt__(self, other):
-        return _binop("lt", self, other)
-
-    def __le__(self, other):
-        return _binop("le", self, other)
-
-    def __gt__(self, other):
-        return _binop("gt", self, other)
-
-    def __ge__(self, other):
-        return _binop("ge", self, other)
+    # -- operators (gpuflow's ufuncs; in-place forms rebind the array) --------------------
 
     __hash__ = None
 
@@ -630,83 +591,21 @@ class RemoteArray:
     def __invert__(self):
         return apply("bitwise_not", (self,))
 
-    # -- indexing --------------------------------------------------------------------------
+    # -- indexing ----------------------------------------------------------------------------
 
     def __getitem__(self, key):
         """Basic indexing: integers, slices (any step, negative too), None
-        and ``...``. Integer and boolean array indexing are not supported."""
-        key = key if isinstance(key, tuple) else (key,)
-        ndim = self.ndim
-        ellipses = sum(1 for k in key if k is Ellipsis)
-        if ellipses > 1:
-            raise IndexError("an index can only have a single ellipsis ('...')")
-        real = sum(1 for k in key if k is not None and k is not Ellipsis)
-        if real > ndim:
-            raise IndexError(
-                f"too many indices for array: array is {ndim}-dimensional, but {real} were indexed"
-            )
-        full = [slice(None)] * (ndim - real)
-        expanded = []
-        for k in key:
-            expanded.extend(full if k is Ellipsis else [k])
-        if not ellipses:
-            expanded.extend(full)
-        starts, stops, steps, axes, squeezed, new_axes = [], [], [], [], [], []
-        axis = out_axis = 0
-        for k in expanded:
-            if k is None:
-                new_axes.append(out_axis)
-                out_axis += 1
-                continue
-            dim = self.shape[axis]
-            if isinstance(k, slice):
-                step = 1 if k.step is None else operator.index(k.step)
-                if step == 0:
-                    raise ValueError("slice step cannot be zero")
-                if not (k.start is None and k.stop is None and step == 1):
-                    start = k.start if k.start is not None else (0 if step > 0 else _INT64_MAX)
-                    stop = k.stop if k.stop is not None else (_INT64_MAX if step > 0 else _INT64_MIN)
-                    starts.append(_clamp64(operator.index(start)))
-                    stops.append(_clamp64(operator.index(stop)))
-                    steps.append(_clamp64(step))
-                    axes.append(axis)
-                out_axis += 1
-            else:
-                if isinstance(k, (bool, np.bool_)):
-                    raise IndexError("boolean indexing is not supported by gpuflow (use where)")
-                try:
-                    i = operator.index(k)
-                except TypeError:
-                    raise IndexError(
-                        "gpuflow supports basic indexing only (integers, slices, None and ...), "
-                        f"got {type(k).__name__}"
-                    ) from None
-                if i < -dim or i >= dim:
-                    raise IndexError(f"index {i} is out of bounds for axis {axis} with size {dim}")
-                i = i + dim if i < 0 else i
-                starts.append(i)
-                stops.append(i + 1)
-                steps.append(1)
-                axes.append(axis)
-                squeezed.append(axis)
-            axis += 1
-        out = self
-        if axes:
-            attrs = {"starts": starts, "stops": stops, "axes": axes}
-            if any(s != 1 for s in steps):
-                attrs["steps"] = steps
-            out = apply("slice", (out,), attrs)
-        if squeezed:
-            out = apply("squeeze", (out,), {"axes": squeezed})
-        if new_axes:
-            out = apply("expand_dims", (out,), {"axes": new_axes})
-        return out if out is not self else RemoteArray(self.session, self._expr)
+        and ``...`` (gpuflow._indexing)."""
+        from gpuflow import _indexing
+
+        return _indexing.getitem(self, key)
 
     def __setitem__(self, key, value):
-        raise TypeError(
-            "gpuflow arrays are immutable: build a new array (gpuflow.where, concatenate) or "
-            "write it with a custom kernel"
-        )
+        """``a[key] = value`` (a basic index or a boolean mask) rebinds ``a``
+        to the updated array: one ``where`` node, fused like any other."""
+        from gpuflow import _indexing
+
+        self._expr = _indexing.assign(self, key, value)._expr
 
     # -- shape -------------------------------------------------------------------------------
 
@@ -792,25 +691,68 @@ class RemoteArray:
     def cumprod(self, axis=None, dtype=None, out=None):
         return scan("cumprod", self, axis, dtype, out)
 
-    def clip(self, min=None, max=None, out=None):
-        _no_out(out)
-        if min is None and max is None:
-            raise ValueError("one of max or min must be given")
-        if min is None:
-            return apply("minimum", (self, max))
-        if max is None:
-            return apply("maximum", (self, min))
-        return apply("clip", (self, min, max))
+    def clip(self, min=None, max=None, out=None, **kwargs):
+        from gpuflow import functions
+
+        return functions.clip(self, min, max, out=out, **kwargs)
 
     def round(self, decimals=0, out=None):
-        _no_out(out)
-        if decimals != 0:
-            raise NotImplementedError("gpuflow rounds to integers only (decimals=0)")
-        return apply("round", (self,))
+        from gpuflow import functions
+
+        return functions.round(self, decimals, out=out)
 
     def dot(self, b, out=None):
-        _no_out(out)
-        return apply("dot", (self, b))
+        from gpuflow import functions
+
+        return functions.dot(self, b, out=out)
+
+
+# Binary operators: op name for the direct form (one node); the in-place
+# forms go through the ufunc with out=self (NumPy's same_kind cast back).
+_OPERATORS = {
+    "add": ("add", "add"), "sub": ("sub", "subtract"), "mul": ("mul", "multiply"),
+    "truediv": ("div", "divide"), "floordiv": ("floordiv", "floor_divide"),
+    "mod": ("mod", "remainder"), "pow": ("pow", "power"), "matmul": ("matmul", "matmul"),
+    "and": ("bitwise_and", "bitwise_and"), "or": ("bitwise_or", "bitwise_or"),
+    "xor": ("bitwise_xor", "bitwise_xor"), "lshift": (None, "left_shift"),
+    "rshift": (None, "right_shift"),
+}
+_COMPARISONS = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+
+
+def _operator(op, ufunc_name, reflected):
+    def method(self, other):
+        a, b = (other, self) if reflected else (self, other)
+        if op is not None:
+            return _binop(op, a, b)
+        from gpuflow import _ufunc
+
+        try:
+            return _ufunc.UFUNCS[ufunc_name](a, b)
+        except UnsupportedOperand:
+            return NotImplemented
+
+    return method
+
+
+def _inplace(ufunc_name):
+    def method(self, other):
+        from gpuflow import _ufunc
+
+        try:
+            return _ufunc.UFUNCS[ufunc_name](self, other, out=self)
+        except UnsupportedOperand:
+            return NotImplemented
+
+    return method
+
+
+for _name, (_op, _ufunc_name) in _OPERATORS.items():
+    setattr(RemoteArray, f"__{_name}__", _operator(_op, _ufunc_name, False))
+    setattr(RemoteArray, f"__r{_name}__", _operator(_op, _ufunc_name, True))
+    setattr(RemoteArray, f"__i{_name}__", _inplace(_ufunc_name))
+for _name, _op in _COMPARISONS.items():
+    setattr(RemoteArray, f"__{_name}__", _operator(_op, None, False))
 
 
 def _clamp64(v):
@@ -820,30 +762,27 @@ def _clamp64(v):
 def reduce(op, a, axis=None, keepdims=False, *, dtype=None, out=None, **attrs):
     """A reduction node (sum, prod, mean, var, std, min, max, any, all,
     logsumexp) over ``axis`` (None: all; an int or a tuple)."""
-    _no_out(out)
     attrs.update(
         axes=axes_attr(axis),
         keepdims=True if keepdims else None,
         dtype=dtype_name(dtype) if dtype is not None else None,
     )
-    return apply(op, (a,), attrs)
+    return rebind_out(out, apply(op, (a,), attrs), op)
 
 
 def arg_reduce(op, a, axis=None, keepdims=False, out=None):
     """An argmin/argmax node over ``axis`` (None: the flattened array)."""
-    _no_out(out)
     attrs = {"axis": None if axis is None else operator.index(axis), "keepdims": keepdims or None}
-    return apply(op, (a,), attrs)
+    return rebind_out(out, apply(op, (a,), attrs), op)
 
 
 def scan(op, a, axis=None, dtype=None, out=None):
     """A cumsum/cumprod node along ``axis`` (None: the flattened array)."""
-    _no_out(out)
     attrs = {
         "axis": None if axis is None else operator.index(axis),
         "dtype": dtype_name(dtype) if dtype is not None else None,
     }
-    return apply(op, (a,), attrs)
+    return rebind_out(out, apply(op, (a,), attrs), op)
 
 
 def asarray(obj, dtype=None, session=None):
@@ -860,6 +799,11 @@ def asarray(obj, dtype=None, session=None):
             obj = RemoteArray(session, _upload_temp(session, host, obj._expr.dtype))
         return obj if dtype is None else obj.astype(dtype, copy=False)
     session = session_of((), session)
+    if dtype is not None and dtype_name(dtype) != "bfloat16" and _is_python_data(obj):
+        # Straight to the dtype, as numpy.array(obj, dtype) does: through
+        # float64 first, 2**64 - 1 would not survive into uint64.
+        host = np.asarray(obj, dtype=dtype_name(dtype))
+        return RemoteArray(session, _upload_temp(session, host, host.dtype.name))
     host, name = host_array(obj)
     if dtype is not None:
         target = dtype_name(dtype)
@@ -872,6 +816,13 @@ def asarray(obj, dtype=None, session=None):
                 host = dtypes.bfloat16_to_float32(host)
             host, name = host.astype(target), target
     return RemoteArray(session, _upload_temp(session, host, name))
+
+
+def _is_python_data(obj):
+    """Lists, tuples and Python or numpy scalars (not arrays of any kind)."""
+    if isinstance(obj, (list, tuple)):
+        return all(_is_python_data(v) for v in obj)
+    return isinstance(obj, (bool, int, float, np.generic))
 
 
 def to_numpy(x):
@@ -900,19 +851,3 @@ def to_torch(x, device=None):
     else:
         tensor = torch.from_numpy(host)
     return tensor if device is None else tensor.to(device)
-
-
-# numpy ufunc name -> gpuflow op, for RemoteArray.__array_ufunc__ (np.sqrt(x)).
-_UFUNC_OPS = {
-    "add": "add", "subtract": "sub", "multiply": "mul", "true_divide": "div", "divide": "div",
-    "floor_divide": "floordiv", "remainder": "mod", "power": "pow", "maximum": "maximum",
-    "minimum": "minimum", "arctan2": "atan2", "equal": "eq", "not_equal": "ne", "less": "lt",
-    "less_equal": "le", "greater": "gt", "greater_equal": "ge", "logical_and": "logical_and",
-    "logical_or": "logical_or", "logical_xor": "logical_xor", "bitwise_and": "bitwise_and",
-    "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "negative": "neg",
-    "absolute": "abs", "sign": "sign", "square": "square", "sqrt": "sqrt", "exp": "exp",
-    "log": "log", "log1p": "log1p", "expm1": "expm1", "sin": "sin", "cos": "cos",
-    "tanh": "tanh", "floor": "floor", "ceil": "ceil", "rint": "round", "isnan": "isnan",
-    "isinf": "isinf", "logical_not": "logical_not", "invert": "bitwise_not",
-    "reciprocal": "reciprocal", "matmul": "matmul",
-}

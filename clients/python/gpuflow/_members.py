@@ -1,0 +1,141 @@
+"""The ndarray members a CuPy user reaches for beyond shape and dtype:
+``flags``, ``strides``, ``base``, ``real``, ``imag``, ``mT``, ``fill``,
+``view`` and JAX's ``at``. RemoteArray inherits them (gpuflow.remote_array).
+
+gpuflow arrays are C-contiguous values without views: ``base`` is None,
+``flags.owndata`` is True, and ``strides`` are those of a C-ordered array.
+"""
+
+import math
+
+from gpuflow import _inference
+
+
+def c_strides(shape, dtype):
+    if math.prod(shape) == 0:
+        return (0,) * len(shape)  # NumPy's strides for an empty array
+    stride, out = _inference.itemsize(dtype), []
+    for d in reversed(shape):
+        out.append(stride)
+        stride *= d
+    return tuple(reversed(out))
+
+
+class Flags:
+    """``RemoteArray.flags``: NumPy's flags object, by attribute or key."""
+
+    _KEYS = {"C_CONTIGUOUS": "c_contiguous", "C": "c_contiguous", "CONTIGUOUS": "c_contiguous",
+             "F_CONTIGUOUS": "f_contiguous", "F": "f_contiguous", "FORTRAN": "f_contiguous",
+             "OWNDATA": "owndata", "O": "owndata", "WRITEABLE": "writeable", "W": "writeable",
+             "ALIGNED": "aligned", "A": "aligned", "WRITEBACKIFCOPY": "writebackifcopy",
+             "X": "writebackifcopy"}
+
+    def __init__(self, array):
+        self.c_contiguous = True
+        self.f_contiguous = array.size == 0 or sum(1 for d in array.shape if d > 1) <= 1
+        self.contiguous = True
+        self.fortran = False  # F-contiguous and not C-contiguous
+        self.owndata = self.writeable = self.aligned = True
+        self.writebackifcopy = False
+
+    def __getitem__(self, key):
+        try:
+            return getattr(self, self._KEYS[key.upper()])
+        except (KeyError, AttributeError):
+            raise KeyError("Unknown flag") from None
+
+    def __repr__(self):
+        names = ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA", "WRITEABLE", "ALIGNED",
+                 "WRITEBACKIFCOPY")
+        return "".join(f"  {n} : {self[n]}\n" for n in names)
+
+
+def _dtype_name(dtype):
+    from gpuflow.remote_array import dtype_name
+
+    return dtype_name(dtype)
+
+
+class ArrayMembers:
+    """ndarray members of RemoteArray (which supplies session, _expr, shape,
+    dtype, astype, swapaxes and item assignment)."""
+
+    __slots__ = ()
+
+    def _same(self):
+        return type(self)(self.session, self._expr)
+
+    @property
+    def mT(self):
+        """The matrix transpose (the last two axes swapped)."""
+        if self.ndim < 2:
+            raise ValueError("matrix transpose with ndim < 2 is undefined")
+        return self.swapaxes(-1, -2)
+
+    @property
+    def strides(self):
+        """C-order strides in bytes (gpuflow arrays are C-contiguous)."""
+        return c_strides(self.shape, self._expr.dtype)
+
+    @property
+    def flags(self):
+        """NumPy's flags: C-contiguous always, F-contiguous when at most one
+        axis is longer than 1, owning its data (no views), writeable."""
+        return Flags(self)
+
+    @property
+    def base(self):
+        """None: every RemoteArray holds a value of its own (views do not
+        alias; see docs/python.md)."""
+        return None
+
+    @property
+    def real(self):
+        """The array itself (gpuflow's dtypes are real)."""
+        return self._same()
+
+    @real.setter
+    def real(self, value):
+        self[...] = value
+
+    @property
+    def imag(self):
+        """Zeros of the array's dtype and shape (gpuflow's dtypes are real)."""
+        from gpuflow import functions
+
+        return functions.zeros(self.shape, self.dtype, session=self.session)
+
+    @imag.setter
+    def imag(self, value):
+        raise TypeError("array does not have imaginary part to set")
+
+    @property
+    def at(self):
+        """JAX's functional updates: ``x.at[idx].set(v)``, ``.add(v)``, ...
+        (new arrays; ``x`` is unchanged)."""
+        from gpuflow import _indexing
+
+        return _indexing.At(self)
+
+    def fill(self, value):
+        """Rebinds the array to ``value`` everywhere, converted to its dtype as
+        NumPy's ``fill`` converts it."""
+        self[...] = value
+
+    def view(self, dtype=None, type=None):
+        """A new array with the same bits read as ``dtype``. Without a server
+        bit-cast op only views that keep every value's bits are possible:
+        the same dtype, signed and unsigned integers of one size, and bool as
+        int8 or uint8."""
+        if type is not None:
+            raise NotImplementedError("gpuflow has one array type: view(type=) is not supported")
+        if dtype is None or _dtype_name(dtype) == self._expr.dtype:
+            return self._same()
+        src, dst = self._expr.dtype, _dtype_name(dtype)
+        integers = (_inference.kind(src) in "iu" and _inference.kind(dst) in "iu"
+                    and _inference.itemsize(src) == _inference.itemsize(dst))
+        if integers or (src == "bool" and dst in ("int8", "uint8")):
+            return self.astype(dst)  # two's complement: the conversion keeps the bits
+        raise NotImplementedError(
+            f"viewing {src} as {dst} reinterprets bits, which needs a bit-cast op the server does "
+            "not have (astype converts values)")

@@ -1,0 +1,203 @@
+"""Evenly spaced values and grids, NumPy's algorithms on the server's
+``arange`` (so the numbers are NumPy's, to the last bit for float64):
+
+    gf.linspace(0, 1, 5); gf.logspace(0, 3, 4); gf.eye(3, k=1); gf.identity(4)
+    xx, yy = gf.meshgrid(x, y); gf.mgrid[0:5, 0:1:3j]; gf.ogrid[0:4, 0:3]
+
+Creation functions take ``session=`` (default: the current session);
+``mgrid`` and ``ogrid`` use the current session.
+"""
+
+import math
+import operator
+
+import numpy as np
+
+from gpuflow import _inference
+from gpuflow.remote_array import RemoteArray, apply, asarray, dtype_name, session_of
+
+
+def _arange(num, dtype, session):
+    return apply("arange", (), {"start": 0, "stop": num, "dtype": dtype}, session=session,
+                 writable=True)
+
+
+def _is_scalar(x):
+    return isinstance(x, (bool, int, float, np.generic)) or (
+        isinstance(x, np.ndarray) and x.ndim == 0)
+
+
+def _inexact(types):
+    """The float dtype NumPy's linspace computes in: the inputs' result type,
+    a float (float64 for integers)."""
+    return _inference.promote_types(list(types) + [_inference.Type.weak_scalar(1.0)])
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             session=None):
+    """numpy.linspace: ``arange(num) * step + start``, the last value
+    ``stop``, computed as NumPy computes it."""
+    from gpuflow import functions
+
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    div = num - 1 if endpoint else num
+    session = session_of((start, stop), session)
+    if _is_scalar(start) and _is_scalar(stop):
+        s0, s1 = np.asarray(start), np.asarray(stop)
+        types = [_inference.Type(v.dtype.name, ()) if isinstance(x, (np.generic, np.ndarray))
+                 else _inference.Type.weak_scalar(x) for x, v in ((start, s0), (stop, s1))]
+        dt = _inexact(types)
+        with np.errstate(all="ignore"):
+            delta = np.subtract(s1, s0, dtype=dt)[()]
+            step = delta / div if div > 0 else math.nan
+        y = _arange(num, dt, session)
+        index = _arange(num, "int64", session)  # exact, whatever dt holds
+        if div > 0:
+            y = y / div * delta if step == 0 else y * step
+        else:
+            y = y * delta
+        y = y + s0.astype(dt)[()]
+    else:
+        from gpuflow._ufunc import UFUNCS
+
+        a0 = start if isinstance(start, RemoteArray) else asarray(start, session=session)
+        a1 = stop if isinstance(stop, RemoteArray) else asarray(stop, session=session)
+        dt = _inexact([_inference.Type(a0._expr.dtype, a0.shape),
+                       _inference.Type(a1._expr.dtype, a1.shape)])
+        delta = UFUNCS["subtract"](a1, a0, dtype=dt)
+        y = _arange(num, dt, session).reshape((-1,) + (1,) * delta.ndim)
+        index = _arange(num, "int64", session).reshape(y.shape)
+        if div > 0:
+            step = delta / div
+            y = functions.where(step == 0, y / div * delta, y * step)
+        else:
+            step = math.nan
+            y = y * delta
+        y = (y + a0).astype(dt, copy=False)
+    if endpoint and num > 1:
+        y = functions.where(index == num - 1, stop, y).astype(dt, copy=False)
+    if axis != 0:
+        y = functions.moveaxis(y, 0, axis)
+    if dtype is not None:
+        target = dtype_name(dtype)
+        if _inference.kind(target) in "iu":
+            y = functions.floor(y)
+        y = y.astype(target, copy=False)
+    y._writable = True
+    return (y, step) if retstep else y
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, *,
+             session=None):
+    """numpy.logspace: ``base ** linspace(start, stop)``; a scalar base is a
+    float64 array to NumPy, so the result is float64 unless base says
+    otherwise."""
+    from gpuflow import functions
+
+    y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis, session=session)
+    if isinstance(base, (bool, int, float)):
+        base = np.float64(base)
+    elif not _is_scalar(base):
+        base = functions.expand_dims(base, axis)
+    result = functions.power(base, y)
+    result = result if dtype is None else result.astype(dtype, copy=False)
+    result._writable = True
+    return result
+
+
+def eye(N, M=None, k=0, dtype=float, order="C", *, session=None):  # noqa: N803
+    """numpy.eye: ones on the k-th diagonal."""
+    n = operator.index(N)
+    m = n if M is None else operator.index(M)
+    if n < 0 or m < 0:
+        raise ValueError("negative dimensions are not allowed")
+    session = session_of((), session)
+    i = _arange(n, "int64", session).reshape(n, 1)
+    j = _arange(m, "int64", session).reshape(1, m)
+    result = (j == i + operator.index(k)).astype(dtype_name(dtype), copy=False)
+    result._writable = True
+    return result
+
+
+def identity(n, dtype=None, *, session=None):
+    """numpy.identity: the n x n identity (float64 by default)."""
+    return eye(n, dtype=float if dtype is None else dtype, session=session)
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """numpy.meshgrid (a tuple, as NumPy 2)."""
+    from gpuflow import _shapes
+
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    ndim = len(xi)
+    if not ndim:
+        return ()
+    session = session_of(xi)
+    ones = (1,) * ndim
+    out = []
+    for i, x in enumerate(xi):
+        x = x if isinstance(x, RemoteArray) else asarray(x, session=session)
+        out.append(x.reshape(ones[:i] + (-1,) + ones[i + 1:]))
+    if indexing == "xy" and ndim > 1:
+        out[0] = out[0].reshape((1, -1) + ones[2:])
+        out[1] = out[1].reshape((-1, 1) + ones[2:])
+    if not sparse:
+        out = _shapes.broadcast_arrays(*out)
+    return tuple(out)
+
+
+class _Grid:
+    """numpy.mgrid (dense) and numpy.ogrid (open): ``grid[0:5, 0:1:3j]``;
+    a complex step is a number of points, end included."""
+
+    def __init__(self, sparse):
+        self._sparse = sparse
+
+    def __getitem__(self, key):
+        from gpuflow import functions
+
+        session = session_of(())
+        if isinstance(key, slice):
+            start = 0 if key.start is None else key.start
+            step = 1 if key.step is None else key.step
+            if isinstance(step, complex):
+                length = int(abs(step))
+                step = (key.stop - start) / float(length - 1) if length != 1 else abs(step)
+                typ = np.result_type(start, key.stop, step).name
+                return _arange(length, typ, session) * step + start
+            return functions.arange(start, key.stop, step, session=session)
+        sizes, numbers = [], []
+        for k in key:
+            start = 0 if k.start is None else k.start
+            step = 1 if k.step is None else k.step
+            if isinstance(step, complex):
+                step = abs(step)
+                sizes.append(int(step))
+            else:
+                sizes.append(int(math.ceil((k.stop - start) / (step * 1.0))))
+            numbers += [start, k.stop, step]
+        typ = np.result_type(*numbers).name
+        axes = []
+        for n, (k, size) in enumerate(zip(key, sizes)):
+            start = 0 if k.start is None else k.start
+            step = 1 if k.step is None else k.step
+            if isinstance(step, complex):
+                step = int(abs(step))
+                if step != 1:
+                    step = (k.stop - start) / float(step - 1)
+            values = (_arange(size, typ, session) * step + start).astype(typ, copy=False)
+            shape = [1] * len(sizes)
+            shape[n] = size
+            axes.append(values.reshape(shape))
+        if self._sparse:
+            return tuple(axes)
+        return functions.stack([functions.broadcast_to(a, sizes) for a in axes])
+
+
+mgrid = _Grid(sparse=False)
+ogrid = _Grid(sparse=True)
+
+__all__ = ["eye", "identity", "linspace", "logspace", "meshgrid", "mgrid", "ogrid"]
