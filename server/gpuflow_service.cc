@@ -98,7 +98,9 @@ absl::StatusOr<std::shared_ptr<Session>> GpuFlowService::FindSession(const std::
 }
 
 CallerPermissions GpuFlowService::PermissionsOf(const Tenant& tenant) const {
-  return {.raw_kernels = tenant.anonymous() || tenant.limits().allow_raw_kernels,
+  const TenantLimits limits = tenant.limits();
+  return {.raw_kernels = tenant.anonymous() || limits.allow_raw_kernels,
+          .custom_kernels = tenant.anonymous() || limits.allow_custom_kernels,
           .who = tenant.Describe()};
 }
 
@@ -139,7 +141,9 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   limits->set_max_memory_bytes(
       std::max<int64_t>(0, tightest(registry_.budget().limit(), tenant_limits.max_memory_bytes)));
   limits->set_max_concurrent_requests(std::max(0, tenant_limits.max_concurrent_requests));
-  limits->set_allow_raw_kernels(runner_.allows_raw_kernels() && PermissionsOf(tenant).raw_kernels);
+  const CallerPermissions permissions = PermissionsOf(tenant);
+  limits->set_allow_raw_kernels(runner_.allows_raw_kernels() && permissions.raw_kernels);
+  limits->set_allow_custom_kernels(permissions.custom_kernels);
   DurationToProto(options_.max_request_duration, limits->mutable_max_request_duration());
   limits->set_max_arrays_per_session(sessions.max_arrays_per_session);
   limits->set_max_benchmark_repeats(options_.max_benchmark_repeats);

@@ -118,6 +118,16 @@ absl::StatusOr<GraphRunner::Prepared> GraphRunner::Prepare(
       *graph, lookup,
       {.max_graph_nodes = limits_.max_graph_nodes, .max_inline_bytes = limits_.max_inline_bytes});
   if (!validated.ok()) return validated.status();
+  if (!caller.custom_kernels) {
+    for (const ValidatedNode& node : validated->nodes) {
+      if (node.op->name != "elementwise_kernel" && node.op->name != "reduction_kernel") continue;
+      return absl::PermissionDeniedError(absl::StrCat(
+          "node ", Echo(node.id), " (", node.op->name, "): custom kernels are not allowed for ",
+          caller.who.empty() ? std::string("this caller") : caller.who,
+          " (allow_custom_kernels in --auth_tokens_file: their code is compiled as given and can "
+          "touch any memory of the process)"));
+    }
+  }
   if (!limits_.allow_raw_kernels || !caller.raw_kernels) {
     for (const ValidatedNode& node : validated->nodes) {
       if (node.op->name != "raw_kernel") continue;

@@ -42,6 +42,8 @@ struct GraphLimits {
 struct CallerPermissions {
   // raw_kernel nodes, besides GraphLimits::allow_raw_kernels.
   bool raw_kernels = true;
+  // elementwise_kernel and reduction_kernel nodes.
+  bool custom_kernels = true;
   // Names the caller in a refusal ("tenant team-a").
   std::string who{};
 };

@@ -215,6 +215,9 @@ absl::StatusOr<std::vector<TenantEntry>> ParseTenantsFile(absl::string_view cont
       entry.limits.max_concurrent_requests = in.max_concurrent_requests();
     }
     if (in.has_allow_raw_kernels()) entry.limits.allow_raw_kernels = in.allow_raw_kernels();
+    if (in.has_allow_custom_kernels()) {
+      entry.limits.allow_custom_kernels = in.allow_custom_kernels();
+    }
     entries.push_back(std::move(entry));
   }
   return entries;
@@ -344,7 +347,8 @@ void TenantDirectory::Apply(std::vector<TenantEntry> entries, Reload* reload) {
           before.max_sessions != after.max_sessions ||
           before.max_memory_bytes != after.max_memory_bytes ||
           before.max_concurrent_requests != after.max_concurrent_requests ||
-          before.allow_raw_kernels != after.allow_raw_kernels) {
+          before.allow_raw_kernels != after.allow_raw_kernels ||
+          before.allow_custom_kernels != after.allow_custom_kernels) {
         reload->updated.push_back(entry.name);
       }
       tenant->set_limits(entry.limits);

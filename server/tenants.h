@@ -13,7 +13,8 @@
 // The file (docs/security.md):
 //   {"tenants": [{"name": "team-a", "token_sha256": "<64 hex digits>",
 //                 "max_sessions": 8, "max_memory_bytes": 68719476736,
-//                 "max_concurrent_requests": 16, "allow_raw_kernels": false}]}
+//                 "max_concurrent_requests": 16, "allow_raw_kernels": false,
+//                 "allow_custom_kernels": false}]}
 // Every limit is optional and defaults to the server's (the flags').
 //
 // Tokens: only their SHA-256 is kept; a presented token's digest is
@@ -60,6 +61,10 @@ struct TenantLimits {
   int max_concurrent_requests = 0;
   // raw_kernel nodes (the server's --allow_raw_kernels must be on too).
   bool allow_raw_kernels = false;
+  // elementwise_kernel and reduction_kernel nodes: their operation,
+  // preamble and other code is compiled as given, so it can reach any device
+  // memory of the server too.
+  bool allow_custom_kernels = false;
 };
 
 class Tenant {

@@ -556,6 +556,38 @@ def test_raw_kernels_only_for_tenants_allowed_them(make_server, tmp_path):
         run(srv, TOKEN_A, allowed=False)
 
 
+def test_custom_kernels_only_for_tenants_allowed_them(make_server, tmp_path):
+    """ElementwiseKernel and ReductionKernel code is compiled as given, so it
+    is trusted code: only tenants with allow_custom_kernels may send it."""
+    path = tokens_file(tmp_path / "tokens.json", {
+        "trusted": (TOKEN_A, {"allow_custom_kernels": True}),
+        "other": (TOKEN_B, {}),
+    })
+    srv = make_server(f"--auth_tokens_file={path}")
+    square = gpuflow.ElementwiseKernel("T x", "T y", "y = x * x", "square")
+    total = gpuflow.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "total")
+    from conftest import BACKEND
+
+    for kernel in (square, total):
+        with gpuflow.connect(srv.target, token=TOKEN_B) as c, c.session() as s:
+            assert not c.info().limits.allow_custom_kernels
+            with pytest.raises(gpuflow.PermissionDeniedError,
+                               match="custom kernels are not allowed for tenant other "
+                                     "\\(allow_custom_kernels"):
+                kernel(s.asarray(np.arange(4, dtype=np.float32))).get()
+        with gpuflow.connect(srv.target, token=TOKEN_A) as c, c.session() as s:
+            assert c.info().limits.allow_custom_kernels
+            y = kernel(s.asarray(np.arange(4, dtype=np.float32)))
+            if BACKEND == "cuda":
+                y.get()
+            else:
+                with pytest.raises(gpuflow.FailedPreconditionError, match="cuda"):
+                    y.get()
+    # Without tenants every caller may, as before.
+    with gpuflow.connect(make_server().target) as c:
+        assert c.info().limits.allow_custom_kernels
+
+
 def test_tokens_file_reload(make_server, tmp_path):
     path = tokens_file(tmp_path / "tokens.json", {"team-a": (TOKEN_A, {}),
                                                   "team-b": (TOKEN_B, {})})

@@ -59,7 +59,8 @@ TEST(ParseTenantsFileTest, ReadsEntriesAndDefaultsTheirLimits) {
   absl::StatusOr<std::vector<TenantEntry>> entries =
       ParseTenantsFile(File({Entry("team-a", "a",
                                    R"(, "max_sessions": 8, "max_memory_bytes": 68719476736,
-                     "max_concurrent_requests": 16, "allow_raw_kernels": true)"),
+                     "max_concurrent_requests": 16, "allow_raw_kernels": true,
+                     "allow_custom_kernels": true)"),
                              Entry("team.b_2", "b")}),
                        defaults);
   ASSERT_THAT(entries, IsOk());
@@ -71,11 +72,13 @@ TEST(ParseTenantsFileTest, ReadsEntriesAndDefaultsTheirLimits) {
   EXPECT_EQ(a.limits.max_memory_bytes, int64_t{64} << 30);
   EXPECT_EQ(a.limits.max_concurrent_requests, 16);
   EXPECT_TRUE(a.limits.allow_raw_kernels);
+  EXPECT_TRUE(a.limits.allow_custom_kernels);
   const TenantEntry& b = (*entries)[1];
   EXPECT_EQ(b.limits.max_sessions, 0);  // the server's
   EXPECT_EQ(b.limits.max_memory_bytes, 0);
   EXPECT_EQ(b.limits.max_concurrent_requests, 7);
   EXPECT_FALSE(b.limits.allow_raw_kernels);
+  EXPECT_FALSE(b.limits.allow_custom_kernels);  // code is trusted code: opt in
 }
 
 TEST(ParseTenantsFileTest, UpperCaseHexAndCamelCaseNamesAreAccepted) {
