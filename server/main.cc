@@ -35,8 +35,7 @@
 #include "server/gpuflow_service.h"
 #include "server/health_monitor.h"
 #include "server/logging.h"
-#include "server/metrics/http_exposer.h"
-#include "server/metrics/registry.h"
+#include "server/metrics/endpoint.h"
 #include "server/precompile_file.h"
 #include "server/private_directory.h"
 #include "server/reflection_service.h"
@@ -529,8 +528,7 @@ int main(int argc, char** argv) {
                                     absl::GetFlag(FLAGS_max_session_compute_threads),
                                     tenants != nullptr ? std::max(1, compute_threads - 1) : 0);
   // Metrics and health watch the backend, the sessions and the plan cache.
-  gpuflow::metrics::Registry metrics_registry;
-  gpuflow::server::ServerMetrics metrics(metrics_registry);
+  gpuflow::server::ServerMetrics metrics;
   metrics.AddCollectors(**backend, registry, plans);
   metrics.SetBuildInfo({.version = GPUFLOW_VERSION,
                         .backend = std::string((*backend)->name()),
@@ -545,13 +543,13 @@ int main(int argc, char** argv) {
        .on_unhealthy = [&stop] {
          if (absl::GetFlag(FLAGS_exit_on_device_error)) stop.Request(StopRequest::kDeviceError);
        }});
-  std::unique_ptr<gpuflow::metrics::HttpExposer> metrics_exposer;
+  std::unique_ptr<gpuflow::metrics::MetricsEndpoint> metrics_exposer;
   if (const int metrics_port = absl::GetFlag(FLAGS_metrics_port); metrics_port != 0) {
     std::string metrics_address = absl::GetFlag(FLAGS_metrics_address);
     if (metrics_address.empty()) metrics_address = absl::GetFlag(FLAGS_address);
-    absl::StatusOr<std::unique_ptr<gpuflow::metrics::HttpExposer>> exposer =
-        gpuflow::metrics::HttpExposer::Start({.address = metrics_address, .port = metrics_port},
-                                             {&metrics_registry});
+    absl::StatusOr<std::unique_ptr<gpuflow::metrics::MetricsEndpoint>> exposer =
+        gpuflow::metrics::MetricsEndpoint::Start({.address = metrics_address, .port = metrics_port},
+                                                 metrics.collectables());
     if (!exposer.ok()) {
       Log(absl::StrCat("error: --metrics_port: ", exposer.status().message()));
       return 1;

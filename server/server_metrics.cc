@@ -6,13 +6,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/metrics/endpoint.h"
 
 namespace gpuflow::server {
 
 namespace {
 
-using metrics::Histogram;
-using metrics::MetricType;
+using prometheus::Histogram;
+using prometheus::MetricType;
 
 constexpr StepKind kStepKinds[] = {
     StepKind::kElementwise, StepKind::kReduction, StepKind::kScan,  StepKind::kMatmul,
@@ -112,88 +113,129 @@ absl::string_view StatusCodeName(grpc::StatusCode code) {
   }
 }
 
-ServerMetrics::ServerMetrics(metrics::Registry& registry)
-    : registry_(registry),
-      requests_(registry.AddCounter("gpuflow_rpc_requests_total",
-                                    "GpuFlow RPCs finished, by method, gRPC status code and (with "
-                                    "--auth_tokens_file) tenant.")) {
-  metrics::Family<Histogram>& durations = registry.AddHistogram(
-      "gpuflow_rpc_duration_seconds",
-      "Time from receiving a GpuFlow RPC to finishing it, by method.", RpcBuckets());
+ServerMetrics::ServerMetrics(ServerMetricsOptions options)
+    : options_(options),
+      registry_(std::make_shared<prometheus::Registry>()),
+      callbacks_(std::make_shared<metrics::Callbacks>()),
+      requests_(prometheus::BuildCounter()
+                    .Name("gpuflow_rpc_requests_total")
+                    .Help("GpuFlow RPCs finished, by method, gRPC status code and (with "
+                          "--auth_tokens_file) tenant.")
+                    .Register(*registry_)) {
+  prometheus::Family<Histogram>& durations =
+      prometheus::BuildHistogram()
+          .Name("gpuflow_rpc_duration_seconds")
+          .Help("Time from receiving a GpuFlow RPC to finishing it, by method.")
+          .Register(*registry_);
   for (int m = 0; m < kNumRpcMethods; ++m) {
     const std::string method(RpcMethodName(static_cast<RpcMethod>(m)));
-    rpc_duration_[m] = &durations.Add({{"method", method}});
+    rpc_duration_[m] = &durations.Add({{"method", method}}, RpcBuckets());
     rpc_count_[m][0] = &requests_.Add({{"method", method}, {"code", "OK"}});
   }
-  metrics::Family<Histogram>& phases = registry.AddHistogram(
-      "gpuflow_execute_phase_seconds",
-      "Time of each phase of successful Execute requests: validate, plan, compile (NVRTC), "
-      "launch (running the plan, less compile), gpu (device time), transfer (inline results).",
-      DecadeBuckets(1e-6, 10));
-  phase_validate_ = &phases.Add({{"phase", "validate"}});
-  phase_plan_ = &phases.Add({{"phase", "plan"}});
-  phase_compile_ = &phases.Add({{"phase", "compile"}});
-  phase_launch_ = &phases.Add({{"phase", "launch"}});
-  phase_gpu_ = &phases.Add({{"phase", "gpu"}});
-  phase_transfer_ = &phases.Add({{"phase", "transfer"}});
-  metrics::Family<Histogram>& gpu_time = registry.AddHistogram(
-      "gpuflow_gpu_time_seconds",
-      "Device time of one plan step, by step kind (profiled Execute requests only).",
-      DecadeBuckets(1e-6, 10));
+  prometheus::Family<Histogram>& phases =
+      prometheus::BuildHistogram()
+          .Name("gpuflow_execute_phase_seconds")
+          .Help(
+              "Time of each phase of successful Execute requests: validate, plan, compile "
+              "(NVRTC), launch (running the plan, less compile), gpu (device time), transfer "
+              "(inline results).")
+          .Register(*registry_);
+  const Histogram::BucketBoundaries phase_buckets = DecadeBuckets(1e-6, 10);
+  phase_validate_ = &phases.Add({{"phase", "validate"}}, phase_buckets);
+  phase_plan_ = &phases.Add({{"phase", "plan"}}, phase_buckets);
+  phase_compile_ = &phases.Add({{"phase", "compile"}}, phase_buckets);
+  phase_launch_ = &phases.Add({{"phase", "launch"}}, phase_buckets);
+  phase_gpu_ = &phases.Add({{"phase", "gpu"}}, phase_buckets);
+  phase_transfer_ = &phases.Add({{"phase", "transfer"}}, phase_buckets);
+  prometheus::Family<Histogram>& gpu_time =
+      prometheus::BuildHistogram()
+          .Name("gpuflow_gpu_time_seconds")
+          .Help("Device time of one plan step, by step kind (profiled Execute requests only).")
+          .Register(*registry_);
   for (size_t i = 0; i < std::size(kStepKinds); ++i) {
-    step_gpu_time_[i] = &gpu_time.Add({{"step", std::string(StepKindName(kStepKinds[i]))}});
+    step_gpu_time_[i] =
+        &gpu_time.Add({{"step", std::string(StepKindName(kStepKinds[i]))}}, phase_buckets);
   }
-  compile_seconds_ = &registry
-                          .AddHistogram("gpuflow_kernel_compile_seconds",
-                                        "NVRTC time per compiled kernel (a request that compiles "
-                                        "several records each at their mean).",
-                                        DecadeBuckets(1e-3, 60))
-                          .Add({});
-  metrics::Family<metrics::Counter>& transfers =
-      registry.AddCounter("gpuflow_transfer_bytes_total",
-                          "Array bytes moved between clients and the server: upload (UploadArray "
-                          "chunks), download (DownloadArray chunks and inline Execute results).");
+  compile_seconds_ = &prometheus::BuildHistogram()
+                          .Name("gpuflow_kernel_compile_seconds")
+                          .Help(
+                              "NVRTC time per compiled kernel (a request that compiles "
+                              "several records each at their mean).")
+                          .Register(*registry_)
+                          .Add({}, DecadeBuckets(1e-3, 60));
+  prometheus::Family<prometheus::Counter>& transfers =
+      prometheus::BuildCounter()
+          .Name("gpuflow_transfer_bytes_total")
+          .Help(
+              "Array bytes moved between clients and the server: upload (UploadArray "
+              "chunks), download (DownloadArray chunks and inline Execute results).")
+          .Register(*registry_);
   upload_bytes_ = &transfers.Add({{"direction", "upload"}});
   download_bytes_ = &transfers.Add({{"direction", "download"}});
+}
+
+ServerMetrics::~ServerMetrics() {
+  stop_polling_.Notify();
+  if (device_poller_.joinable()) device_poller_.join();
+}
+
+std::string ServerMetrics::Scrape() const { return metrics::Scrape(collectables()); }
+
+MemoryStats ServerMetrics::DeviceMemory() const {
+  absl::MutexLock lock(&device_mu_);
+  return device_memory_;
 }
 
 void ServerMetrics::AddCollectors(const Backend& backend, const SessionRegistry& sessions,
                                   const PlanCache& plans) {
   using metrics::CallbackSink;
-  registry_.AddCallback("gpuflow_kernel_compiles_total",
-                        "Kernels compiled by NVRTC since the server started.", MetricType::kCounter,
-                        [&backend](CallbackSink& out) {
-                          out.Add(static_cast<double>(backend.kernel_cache_stats().compiles));
-                        });
-  registry_.AddCallback(
+  // Device memory comes from the driver: read here, then on the poller's
+  // thread, never on a scrape's.
+  {
+    const MemoryStats first = backend.memory_stats();
+    absl::MutexLock lock(&device_mu_);
+    device_memory_ = first;
+  }
+  device_poller_ = std::thread([this, &backend] {
+    while (!stop_polling_.WaitForNotificationWithTimeout(options_.device_poll_interval)) {
+      const MemoryStats now = backend.memory_stats();
+      absl::MutexLock lock(&device_mu_);
+      device_memory_ = now;
+    }
+  });
+  callbacks_->Add("gpuflow_kernel_compiles_total",
+                  "Kernels compiled by NVRTC since the server started.", MetricType::Counter,
+                  [&backend](CallbackSink& out) {
+                    out.Add(static_cast<double>(backend.kernel_cache_stats().compiles));
+                  });
+  callbacks_->Add(
       "gpuflow_kernel_cache_lookups_total",
       "Kernel cache lookups by result: memory_hit (loaded kernel), disk_hit (read from the "
       "on-disk cache), miss (compiled).",
-      MetricType::kCounter, [&backend](CallbackSink& out) {
+      MetricType::Counter, [&backend](CallbackSink& out) {
         const KernelCacheStats stats = backend.kernel_cache_stats();
         out.Add({{"result", "memory_hit"}}, static_cast<double>(stats.memory_hits));
         out.Add({{"result", "disk_hit"}}, static_cast<double>(stats.disk_hits));
         out.Add({{"result", "miss"}}, static_cast<double>(stats.misses));
       });
-  registry_.AddCallback("gpuflow_kernel_cache_evictions_total",
-                        "Entries removed from the on-disk kernel cache to keep it within its "
-                        "size bound.",
-                        MetricType::kCounter, [&backend](CallbackSink& out) {
-                          out.Add(static_cast<double>(backend.kernel_cache_stats().evictions));
-                        });
-  registry_.AddCallback("gpuflow_plan_cache_lookups_total",
-                        "Plan cache lookups by result (hit or miss).", MetricType::kCounter,
-                        [&plans](CallbackSink& out) {
-                          const PlanCache::Stats stats = plans.stats();
-                          out.Add({{"result", "hit"}}, static_cast<double>(stats.hits));
-                          out.Add({{"result", "miss"}}, static_cast<double>(stats.misses));
-                        });
-  registry_.AddCallback(
+  callbacks_->Add("gpuflow_kernel_cache_evictions_total",
+                  "Entries removed from the on-disk kernel cache to keep it within its "
+                  "size bound.",
+                  MetricType::Counter, [&backend](CallbackSink& out) {
+                    out.Add(static_cast<double>(backend.kernel_cache_stats().evictions));
+                  });
+  callbacks_->Add("gpuflow_plan_cache_lookups_total", "Plan cache lookups by result (hit or miss).",
+                  MetricType::Counter, [&plans](CallbackSink& out) {
+                    const PlanCache::Stats stats = plans.stats();
+                    out.Add({{"result", "hit"}}, static_cast<double>(stats.hits));
+                    out.Add({{"result", "miss"}}, static_cast<double>(stats.misses));
+                  });
+  callbacks_->Add(
       "gpuflow_memory_pool_bytes",
       "Device memory pool bytes: used (held by live allocations) and reserved (taken from the "
       "device by the pool). Absent on the CPU backend.",
-      MetricType::kGauge, [&backend](CallbackSink& out) {
-        const MemoryStats stats = backend.memory_stats();
+      MetricType::Gauge, [this](CallbackSink& out) {
+        const MemoryStats stats = DeviceMemory();
         if (stats.pool_used_bytes) {
           out.Add({{"state", "used"}}, static_cast<double>(*stats.pool_used_bytes));
         }
@@ -201,11 +243,11 @@ void ServerMetrics::AddCollectors(const Backend& backend, const SessionRegistry&
           out.Add({{"state", "reserved"}}, static_cast<double>(*stats.pool_reserved_bytes));
         }
       });
-  registry_.AddCallback(
+  callbacks_->Add(
       "gpuflow_device_memory_bytes",
       "Device memory as the driver reports it: free and total. Absent on the CPU backend.",
-      MetricType::kGauge, [&backend](CallbackSink& out) {
-        const MemoryStats stats = backend.memory_stats();
+      MetricType::Gauge, [this](CallbackSink& out) {
+        const MemoryStats stats = DeviceMemory();
         if (stats.device_free_bytes) {
           out.Add({{"state", "free"}}, static_cast<double>(*stats.device_free_bytes));
         }
@@ -213,32 +255,33 @@ void ServerMetrics::AddCollectors(const Backend& backend, const SessionRegistry&
           out.Add({{"state", "total"}}, static_cast<double>(*stats.device_total_bytes));
         }
       });
-  registry_.AddCallback(
+  callbacks_->Add(
       "gpuflow_session_bytes", "Bytes held by all sessions' arrays and uploads in progress.",
-      MetricType::kGauge,
+      MetricType::Gauge,
       [&sessions](CallbackSink& out) { out.Add(static_cast<double>(sessions.totals().bytes)); });
-  registry_.AddCallback(
-      "gpuflow_sessions_active", "Sessions open now.", MetricType::kGauge,
+  callbacks_->Add(
+      "gpuflow_sessions_active", "Sessions open now.", MetricType::Gauge,
       [&sessions](CallbackSink& out) { out.Add(static_cast<double>(sessions.totals().sessions)); });
-  registry_.AddCallback("gpuflow_sessions_expired_total",
-                        "Sessions closed by the server because they stayed idle past their TTL.",
-                        MetricType::kCounter, [&sessions](CallbackSink& out) {
-                          out.Add(static_cast<double>(sessions.expired_total()));
-                        });
-  registry_.AddCallback(
-      "gpuflow_arrays_active", "Arrays held by all sessions.", MetricType::kGauge,
+  callbacks_->Add(
+      "gpuflow_sessions_expired_total",
+      "Sessions closed by the server because they stayed idle past their TTL.", MetricType::Counter,
+      [&sessions](CallbackSink& out) { out.Add(static_cast<double>(sessions.expired_total())); });
+  callbacks_->Add(
+      "gpuflow_arrays_active", "Arrays held by all sessions.", MetricType::Gauge,
       [&sessions](CallbackSink& out) { out.Add(static_cast<double>(sessions.totals().arrays)); });
-  registry_.AddCallback("gpuflow_device_healthy",
-                        "1 while the backend can run requests, 0 after a sticky device error.",
-                        MetricType::kGauge,
-                        [&backend](CallbackSink& out) { out.Add(backend.healthy() ? 1 : 0); });
+  callbacks_->Add("gpuflow_device_healthy",
+                  "1 while the backend can run requests, 0 after a sticky device error.",
+                  MetricType::Gauge,
+                  [&backend](CallbackSink& out) { out.Add(backend.healthy() ? 1 : 0); });
 }
 
 void ServerMetrics::SetBuildInfo(const BuildInfo& info) {
-  registry_
-      .AddGauge("gpuflow_build_info",
-                "Always 1; the labels say which gpuflowd this is: version, backend, device and "
-                "the CUDA toolkit it was built with.")
+  prometheus::BuildGauge()
+      .Name("gpuflow_build_info")
+      .Help(
+          "Always 1; the labels say which gpuflowd this is: version, backend, device and the "
+          "CUDA toolkit it was built with.")
+      .Register(*registry_)
       .Add({{"version", info.version},
             {"backend", info.backend},
             {"device", info.device},
@@ -267,7 +310,7 @@ void ServerMetrics::RecordRpc(RpcMethod method, grpc::StatusCode code, double se
         .Increment();
     return;
   }
-  metrics::Counter* counter = rpc_count_[m][c].load(std::memory_order_acquire);
+  prometheus::Counter* counter = rpc_count_[m][c].load(std::memory_order_acquire);
   if (counter == nullptr) {
     counter = &requests_.Add({{"method", std::string(RpcMethodName(method))},
                               {"code", std::string(StatusCodeName(code))}});

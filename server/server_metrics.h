@@ -1,11 +1,11 @@
 // gpuflowd's Prometheus metrics (docs/metrics.md lists them all): the
-// gpuflow_* families in a metrics::Registry, with handles the service
+// gpuflow_* families in a prometheus-cpp registry, with handles the service
 // updates on the hot path, and scrape-time callbacks that read the backend,
 // the session registry and the plan cache.
 //
-//   metrics::Registry registry;
-//   ServerMetrics metrics(registry);
+//   ServerMetrics metrics;
 //   metrics.AddCollectors(backend, sessions, plans);
+//   MetricsEndpoint::Start({.port = 9464}, metrics.collectables());
 //   metrics.SetBuildInfo({.version = "0.1.0", .backend = "cuda", ...});
 //   metrics.RecordRpc(RpcMethod::kExecute, grpc::StatusCode::OK, 0.0012);
 //
@@ -22,13 +22,26 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "engine/backend.h"
 #include "engine/plan/plan.h"
 #include "gpuflow/v1/service.pb.h"
-#include "server/metrics/registry.h"
+#include "prometheus/collectable.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "server/metrics/callbacks.h"
 #include "server/session_registry.h"
 
 namespace gpuflow::server {
@@ -64,18 +77,36 @@ struct BuildInfo {
   std::string cuda;
 };
 
+struct ServerMetricsOptions {
+  // How often the device's memory figures are read (on a thread of their
+  // own: a scrape makes no device call).
+  absl::Duration device_poll_interval = absl::Seconds(1);
+};
+
 class ServerMetrics {
  public:
-  // Registers every gpuflow_* family in `registry`, which must outlive this
-  // object. Hot-path series (per method, phase, step kind) exist from the
-  // start at zero, so rate() works from the first scrape.
-  explicit ServerMetrics(metrics::Registry& registry);
+  // Registers every gpuflow_* family. Hot-path series (per method, phase,
+  // step kind) exist from the start at zero, so rate() works from the first
+  // scrape.
+  explicit ServerMetrics(ServerMetricsOptions options = {});
+  // Stops the device poller.
+  ~ServerMetrics();
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 
+  // What the /metrics endpoint serves: the registry and the scrape-time
+  // families (shared: the endpoint keeps them alive).
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables() const {
+    return {registry_, callbacks_};
+  }
+  // The text format a scrape returns now.
+  std::string Scrape() const;
+
   // The scrape-time families: sessions, arrays, session bytes, memory pool
-  // and device memory, kernel and plan cache counters, device health. All
-  // three must outlive every later scrape (stop the exposer first).
+  // and device memory, kernel and plan cache counters, device health; and
+  // the thread that polls the device's memory figures (read once now). Call
+  // once. All three must outlive this object and every later scrape (stop
+  // the endpoint first).
   void AddCollectors(const Backend& backend, const SessionRegistry& sessions,
                      const PlanCache& plans);
 
@@ -102,23 +133,33 @@ class ServerMetrics {
   void AddTransferBytes(TransferDirection direction, int64_t bytes);
 
  private:
-  metrics::Registry& registry_;
-  metrics::Family<metrics::Counter>& requests_;
-  std::array<metrics::Histogram*, kNumRpcMethods> rpc_duration_{};
+  // The device's memory figures as last polled.
+  MemoryStats DeviceMemory() const ABSL_LOCKS_EXCLUDED(device_mu_);
+
+  const ServerMetricsOptions options_;
+  const std::shared_ptr<prometheus::Registry> registry_;
+  const std::shared_ptr<metrics::Callbacks> callbacks_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  std::array<prometheus::Histogram*, kNumRpcMethods> rpc_duration_{};
   // [method][code], filled on first use (Family::Add is idempotent, so a
   // race only looks the child up twice).
-  std::array<std::array<std::atomic<metrics::Counter*>, 17>, kNumRpcMethods> rpc_count_{};
-  metrics::Histogram* phase_validate_;
-  metrics::Histogram* phase_plan_;
-  metrics::Histogram* phase_compile_;
-  metrics::Histogram* phase_launch_;
-  metrics::Histogram* phase_gpu_;
-  metrics::Histogram* phase_transfer_;
+  std::array<std::array<std::atomic<prometheus::Counter*>, 17>, kNumRpcMethods> rpc_count_{};
+  prometheus::Histogram* phase_validate_;
+  prometheus::Histogram* phase_plan_;
+  prometheus::Histogram* phase_compile_;
+  prometheus::Histogram* phase_launch_;
+  prometheus::Histogram* phase_gpu_;
+  prometheus::Histogram* phase_transfer_;
   // In the order of kStepKinds (server_metrics.cc).
-  std::array<metrics::Histogram*, 7> step_gpu_time_{};
-  metrics::Histogram* compile_seconds_;
-  metrics::Counter* upload_bytes_;
-  metrics::Counter* download_bytes_;
+  std::array<prometheus::Histogram*, 7> step_gpu_time_{};
+  prometheus::Histogram* compile_seconds_;
+  prometheus::Counter* upload_bytes_;
+  prometheus::Counter* download_bytes_;
+
+  mutable absl::Mutex device_mu_;
+  MemoryStats device_memory_ ABSL_GUARDED_BY(device_mu_);
+  absl::Notification stop_polling_;
+  std::thread device_poller_;
 };
 
 }  // namespace gpuflow::server

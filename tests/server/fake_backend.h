@@ -54,9 +54,12 @@ class FakeBackend final : public Backend {
     return kernel_cache_stats_;
   }
   MemoryStats memory_stats() const override {
+    memory_stats_calls_.fetch_add(1);
     absl::MutexLock lock(&mu_);
     return memory_stats_;
   }
+  // How often memory_stats() was called (a device query on the CUDA backend).
+  int memory_stats_calls() const { return memory_stats_calls_.load(); }
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(int64_t bytes, Stream& stream) override {
     return cpu_->Allocate(bytes, stream);
   }
@@ -93,6 +96,7 @@ class FakeBackend final : public Backend {
   const std::unique_ptr<Backend> cpu_;
   std::atomic<bool> healthy_{true};
   std::atomic<int> runs_{0};
+  mutable std::atomic<int> memory_stats_calls_{0};
   mutable absl::Mutex mu_;
   absl::Duration run_delay_ ABSL_GUARDED_BY(mu_);
   std::optional<double> gpu_seconds_ ABSL_GUARDED_BY(mu_);

@@ -21,8 +21,6 @@
 #include "server/compute_pool.h"
 #include "server/gpuflow_service.h"
 #include "server/graph_runner.h"
-#include "server/metrics/registry.h"
-#include "server/metrics/text_format.h"
 #include "server/server_metrics.h"
 #include "server/session_registry.h"
 #include "tests/server/fake_backend.h"
@@ -95,15 +93,14 @@ class HealthMonitorTest : public ::testing::Test {
     return false;
   }
 
-  std::string Scrape() const { return metrics::SerializeText(registry_.Collect()); }
+  std::string Scrape() const { return metrics_.Scrape(); }
 
   FakeBackend backend_;
   SessionRegistry sessions_{backend_, {}};
   PlanCache plans_{PlanOptions{}};
   GraphRunner runner_{backend_, plans_, GraphLimits{}};
   ComputePool pool_{1};
-  metrics::Registry registry_;
-  ServerMetrics metrics_{registry_};
+  ServerMetrics metrics_;
   std::unique_ptr<HealthMonitor> health_;
   std::unique_ptr<GpuFlowService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -8,8 +8,6 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/metrics/registry.h"
-#include "server/metrics/text_format.h"
 
 namespace gpuflow::server {
 namespace {
@@ -26,10 +24,9 @@ class RpcObserverTest : public ::testing::Test {
       : log_({.format = LogFormat::kText,
               .sink = [this](absl::string_view line) { lines_.emplace_back(line); }}) {}
 
-  std::string Scrape() const { return metrics::SerializeText(registry_.Collect()); }
+  std::string Scrape() const { return metrics_.Scrape(); }
 
-  metrics::Registry registry_;
-  ServerMetrics metrics_{registry_};
+  ServerMetrics metrics_;
   std::vector<std::string> lines_;
   Logger log_;
   Telemetry telemetry_{.metrics = &metrics_, .log = &log_};

@@ -3,11 +3,12 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "engine/ir/shape.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/metrics/registry.h"
-#include "server/metrics/text_format.h"
 #include "server/session_registry.h"
 #include "tests/server/fake_backend.h"
 #include "tests/testing/status_matchers.h"
@@ -22,10 +23,9 @@ using ::testing::Not;
 
 class ServerMetricsTest : public ::testing::Test {
  protected:
-  std::string Scrape() const { return metrics::SerializeText(registry_.Collect()); }
+  std::string Scrape() const { return metrics_.Scrape(); }
 
-  metrics::Registry registry_;
-  ServerMetrics metrics_{registry_};
+  ServerMetrics metrics_;
 };
 
 TEST_F(ServerMetricsTest, HotPathSeriesStartAtZero) {
@@ -146,7 +146,9 @@ TEST_F(ServerMetricsTest, BuildInfoLabelsAreEscaped) {
                                   "device=\"GPU \\\"0\\\"\",version=\"0.1.0\"} 1\n"));
 }
 
-TEST_F(ServerMetricsTest, CollectorsReadTheBackendSessionsAndPlanCache) {
+// The collectors' sources must outlive the metrics (the device poller reads
+// the backend): each test below declares its ServerMetrics after them.
+TEST(ServerMetricsCollectorsTest, CollectorsReadTheBackendSessionsAndPlanCache) {
   FakeBackend backend;
   backend.set_kernel_cache_stats(
       {.memory_hits = 5, .disk_hits = 2, .misses = 1, .compiles = 1, .evictions = 3});
@@ -156,7 +158,9 @@ TEST_F(ServerMetricsTest, CollectorsReadTheBackendSessionsAndPlanCache) {
                             .device_total_bytes = 400});
   SessionRegistry sessions(backend, {});
   PlanCache plans(PlanOptions{});
-  metrics_.AddCollectors(backend, sessions, plans);
+  ServerMetrics metrics;
+  metrics.AddCollectors(backend, sessions, plans);
+  auto Scrape = [&] { return metrics.Scrape(); };
 
   absl::StatusOr<std::shared_ptr<Session>> session = sessions.Create({.label = "t"});
   ASSERT_THAT(session, IsOk());
@@ -196,15 +200,56 @@ TEST_F(ServerMetricsTest, CollectorsReadTheBackendSessionsAndPlanCache) {
   EXPECT_THAT(text, HasSubstr("gpuflow_session_bytes 0\n"));
 }
 
-TEST_F(ServerMetricsTest, UnknownMemoryFiguresAreLeftOut) {
+TEST(ServerMetricsCollectorsTest, UnknownMemoryFiguresAreLeftOut) {
   FakeBackend backend;  // like the CPU backend: no pool, no device
   SessionRegistry sessions(backend, {});
   PlanCache plans(PlanOptions{});
-  metrics_.AddCollectors(backend, sessions, plans);
-  const std::string text = Scrape();
+  ServerMetrics metrics;
+  metrics.AddCollectors(backend, sessions, plans);
+  const std::string text = metrics.Scrape();
   EXPECT_THAT(text, Not(HasSubstr("gpuflow_memory_pool_bytes")));
   EXPECT_THAT(text, Not(HasSubstr("gpuflow_device_memory_bytes")));
   EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compiles_total 0\n"));
+}
+
+MemoryStats PoolUsed(int64_t bytes) {
+  MemoryStats stats;
+  stats.pool_used_bytes = bytes;
+  return stats;
+}
+
+// A scrape makes no device call: the memory figures come from the poller,
+// which picks up a change within its interval.
+TEST(ServerMetricsCollectorsTest, DeviceMemoryIsPolledNotReadByScrapes) {
+  FakeBackend backend;
+  backend.set_memory_stats(PoolUsed(100));
+  SessionRegistry sessions(backend, {});
+  PlanCache plans(PlanOptions{});
+  ServerMetrics metrics({.device_poll_interval = absl::Hours(1)});
+  metrics.AddCollectors(backend, sessions, plans);
+  const int calls = backend.memory_stats_calls();
+  EXPECT_EQ(calls, 1);  // the first reading, taken by AddCollectors
+  backend.set_memory_stats(PoolUsed(200));
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_THAT(metrics.Scrape(), HasSubstr("gpuflow_memory_pool_bytes{state=\"used\"} 100\n"));
+  }
+  EXPECT_EQ(backend.memory_stats_calls(), calls);
+}
+
+TEST(ServerMetricsCollectorsTest, ThePollerPicksUpChanges) {
+  FakeBackend backend;
+  backend.set_memory_stats(PoolUsed(100));
+  SessionRegistry sessions(backend, {});
+  PlanCache plans(PlanOptions{});
+  ServerMetrics metrics({.device_poll_interval = absl::Milliseconds(5)});
+  metrics.AddCollectors(backend, sessions, plans);
+  backend.set_memory_stats(PoolUsed(200));
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline &&
+         !absl::StrContains(metrics.Scrape(), "gpuflow_memory_pool_bytes{state=\"used\"} 200\n")) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_THAT(metrics.Scrape(), HasSubstr("gpuflow_memory_pool_bytes{state=\"used\"} 200\n"));
 }
 
 TEST(StatusCodeNameTest, CanonicalNames) {

@@ -1,11 +1,9 @@
-# Observability: the metrics registry, its text format and HTTP endpoint, the
+# Observability: the metrics endpoint (prometheus-cpp) and callback families, the
 # server's metrics, request log and health monitor, and the Benchmark loop.
-gpuflow_test(metrics_registry_test SRCS server/metrics/registry_test.cc
+gpuflow_test(metrics_callbacks_test SRCS server/metrics/callbacks_test.cc
              DEPS gpuflow::metrics LABELS unit)
-gpuflow_test(metrics_text_format_test SRCS server/metrics/text_format_test.cc
-             DEPS gpuflow::metrics LABELS unit)
-gpuflow_test(metrics_http_exposer_test SRCS server/metrics/http_exposer_test.cc
-             DEPS gpuflow::metrics gpuflow::testing absl::strings LABELS unit)
+gpuflow_test(metrics_endpoint_test SRCS server/metrics/endpoint_test.cc
+             DEPS gpuflow::metrics gpuflow::testing absl::strings absl::time LABELS unit)
 gpuflow_test(logging_test SRCS server/logging_test.cc
              DEPS gpuflow::server gpuflow::testing absl::time LABELS unit)
 gpuflow_test(server_metrics_test SRCS server/server_metrics_test.cc
