@@ -3,6 +3,7 @@
 import importlib.machinery
 import importlib.util
 import re
+import socket
 
 import grpc
 
@@ -47,3 +48,9 @@ def metric_names_in(promql):
     for name in re.findall(r"\b(gpuflow_[a-z0-9_]+)", promql):
         names.add(re.sub(r"_(bucket|count|sum)$", "", name))
     return names
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -45,7 +45,8 @@ def alerts():
 def test_promtool_checks_the_rules():
     run = subprocess.run([promtool(), "check", "rules", str(RULES)], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert f"SUCCESS: {sum(len(g['rules']) for g in yaml.safe_load(RULES.read_text())['groups'])} rules found" in run.stdout
+    count = sum(len(g["rules"]) for g in yaml.safe_load(RULES.read_text())["groups"])
+    assert f"SUCCESS: {count} rules found" in run.stdout
 
 
 def test_promtool_unit_tests_pass():

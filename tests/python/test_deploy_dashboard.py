@@ -25,9 +25,8 @@ import numpy as np
 import pytest
 
 import gpuflow
-from conftest import BACKEND, ROOT
-from deploy_testing import documented_metrics, metric_names_in
-from test_observability import free_port, metrics_server
+from conftest import BACKEND, ROOT, Server
+from deploy_testing import documented_metrics, free_port, metric_names_in
 
 DASHBOARD = ROOT / "deploy" / "grafana" / "gpuflow.json"
 RULES = ROOT / "deploy" / "prometheus" / "rules.yaml"
@@ -39,9 +38,8 @@ CUDA_ONLY = {
     "Memory pool against device memory": "no memory pool or device on the CPU backend",
     "Pool use of the device": "no memory pool or device on the CPU backend",
 }
-# Panels whose every target must return data on each backend; the rest must
-# return data from at least one target (a method or phase with no traffic is
-# NaN in a quantile, like Grafana's gaps).
+# Every other panel must return data from at least one of its targets (a
+# method or phase without traffic is NaN in a quantile: a gap in Grafana).
 # Issue 17's list of what the dashboard shows, by a metric some panel reads.
 TOPICS = {
     "requests and errors by method and code": "gpuflow_rpc_requests_total",
@@ -104,7 +102,8 @@ def test_dashboard_is_a_grafana_dashboard_of_documented_metrics():
             assert used and used <= exported | {"up"}, (p["title"], used - exported)
             # Every query follows the job and worker pickers.
             for selector in re.findall(r"(?:gpuflow_[a-z_]+|\bup)\{([^}]*)\}", t["expr"]):
-                assert 'job="$job"' in selector and 'instance=~"$instance"' in selector, (p["title"], t["expr"])
+                assert 'job="$job"' in selector, (p["title"], t["expr"])
+                assert 'instance=~"$instance"' in selector, (p["title"], t["expr"])
             if "rate(" in t["expr"]:
                 assert "[$__rate_interval]" in t["expr"] and not re.search(r"\[\d+[smh]\]", t["expr"])
 
@@ -188,15 +187,9 @@ def prometheus(tmp_path_factory):
     if binary is None:
         pytest.skip("prometheus not installed (Debian package prometheus; scripts/install_deps.sh)")
     tmp = tmp_path_factory.mktemp("prometheus")
-    started = []
-
-    def start(*args, env=None):
-        from conftest import Server
-        srv = Server(*args, env=env)
-        started.append(srv)
-        return srv
-
-    srv = metrics_server(start, f"--kernel_cache_dir={tmp / 'kernels'}")
+    metrics_port = free_port()
+    srv = Server(f"--metrics_port={metrics_port}", "--metrics_address=127.0.0.1",
+                 f"--kernel_cache_dir={tmp / 'kernels'}")
     web_port = free_port()
     config = tmp / "prometheus.yml"
     config.write_text(
@@ -208,7 +201,7 @@ def prometheus(tmp_path_factory):
         "scrape_configs:\n"
         f"  - job_name: {JOB}\n"
         "    static_configs:\n"
-        f"      - targets: ['127.0.0.1:{srv.metrics_port}']\n"
+        f"      - targets: ['127.0.0.1:{metrics_port}']\n"
     )
     log = open(tmp / "prometheus.log", "w")
     proc = subprocess.Popen(
@@ -249,8 +242,7 @@ def prometheus(tmp_path_factory):
             proc.kill()
             proc.wait()
         log.close()
-        for s in started:
-            assert s.stop() == 0, s.log()
+        assert srv.stop() == 0, srv.log()
 
 
 def test_every_panel_query_returns_data(prometheus):
@@ -283,11 +275,15 @@ def test_every_latency_and_phase_panel_has_data_for_the_traffic_sent(prometheus)
     # The methods and phases the traffic exercised, not only "some" data.
     _, base, now = prometheus
     expect_methods = {"Execute", "UploadArray", "DownloadArray", "CreateSession", "ListArrays"}
-    expr = fill_variables('histogram_quantile(0.99, sum by (method, le) (rate(gpuflow_rpc_duration_seconds_bucket{job="$job", instance=~"$instance"}[$__rate_interval])))')
+    expr = fill_variables(
+        'histogram_quantile(0.99, sum by (method, le) (rate(gpuflow_rpc_duration_seconds_bucket'
+        '{job="$job", instance=~"$instance"}[$__rate_interval])))')
     result = _api(base, "query", query=expr, time=now)["data"]["result"]
     seen = {r["metric"]["method"] for r in result if math.isfinite(float(r["value"][1]))}
     assert expect_methods <= seen
-    expr = fill_variables('sum by (phase) (rate(gpuflow_execute_phase_seconds_count{job="$job", instance=~"$instance"}[$__rate_interval]))')
+    expr = fill_variables(
+        'sum by (phase) (rate(gpuflow_execute_phase_seconds_count'
+        '{job="$job", instance=~"$instance"}[$__rate_interval]))')
     result = _api(base, "query", query=expr, time=now)["data"]["result"]
     phases = {r["metric"]["phase"] for r in result if float(r["value"][1]) > 0}
     expected = {"validate", "plan", "launch", "transfer"} | ({"gpu"} if BACKEND == "cuda" else set())

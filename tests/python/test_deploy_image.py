@@ -25,7 +25,6 @@ import pathlib
 import re
 import resource
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -38,7 +37,7 @@ import pytest
 
 import gpuflow
 from conftest import ROOT, server_binary
-from deploy_testing import HEALTH_SCRIPT, load_health_script
+from deploy_testing import HEALTH_SCRIPT, free_port, load_health_script
 
 STAGE_SCRIPT = ROOT / "deploy" / "image" / "stage.sh"
 USER = "10001:10001"
@@ -346,12 +345,6 @@ def podman(*args, check=True, timeout=900):
     if check:
         assert run.returncode == 0, f"podman {' '.join(args)}:\n{run.stdout}\n{run.stderr}"
     return run
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

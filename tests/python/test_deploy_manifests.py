@@ -12,7 +12,6 @@ kubectl on PATH; GPUFLOW_KUBECTL=path1:path2 runs every test under each
 
 import json
 import os
-import pathlib
 import re
 import shutil
 import subprocess
