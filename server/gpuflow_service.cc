@@ -15,6 +15,7 @@
 #include "server/proto_convert.h"
 #include "server/request_control.h"
 #include "server/retry_hint.h"
+#include "server/trace_context.h"
 #include "server/upload_stream.h"
 
 #ifndef GPUFLOW_VERSION
@@ -77,6 +78,12 @@ grpc::ServerUnaryReactor* GpuFlowService::Finish(grpc::CallbackServerContext* co
 }
 
 absl::Status GpuFlowService::Admit(grpc::CallbackServerContext* context, RpcObserver& call) const {
+  // A caller's trace context is logged with the call and echoed back,
+  // whether or not the call is admitted (it carries no secret).
+  if (std::optional<std::string> traceparent = TraceparentOf(*context)) {
+    context->AddInitialMetadata(kTraceparentKey, *traceparent);
+    call.set_traceparent(*std::move(traceparent));
+  }
   AuthResult who = auth_->Authenticate(*context);
   if (who.tenant == nullptr) {
     call.set_auth_failure(who.failure, context->peer());

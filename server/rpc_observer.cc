@@ -21,6 +21,7 @@ RpcObserver::RpcObserver(RpcObserver&& other) noexcept
       slot_(std::move(other.slot_)),
       auth_failure_(other.auth_failure_),
       peer_(std::move(other.peer_)),
+      traceparent_(std::move(other.traceparent_)),
       done_(other.done_) {
   other.done_ = true;
 }
@@ -63,6 +64,7 @@ grpc::Status RpcObserver::Finish(const grpc::Status& status) {
       fields.emplace_back("auth", AuthFailureName(auth_failure_));
       fields.emplace_back("peer", peer_);
     }
+    if (!traceparent_.empty()) fields.emplace_back("traceparent", traceparent_);
     telemetry_.log->Log(LogLevel::kInfo, "rpc", fields);
   }
   if (telemetry_.health != nullptr &&

@@ -11,7 +11,8 @@
 // Failures add error="<message>" with the session id written as <session>.
 // With tenants (--auth_tokens_file) the line and the request count carry
 // tenant=<name>; a refused caller's line adds auth=<why> and peer=<address>
-// (never the token).
+// (never the token). A call that came with a W3C traceparent logs it as
+// traceparent=<value> (trace_context.h).
 //
 // Movable, not thread-safe: one call's code path owns it. An observer
 // destroyed without Finish (a task dropped unrun) records CANCELLED.
@@ -68,6 +69,9 @@ class RpcObserver {
     peer_ = std::move(peer);
   }
 
+  // The caller's W3C traceparent (trace_context.h), logged with the call.
+  void set_traceparent(std::string traceparent) { traceparent_ = std::move(traceparent); }
+
   // Records the call with `status` and returns it as a grpc::Status. Call
   // once.
   grpc::Status Finish(const absl::Status& status);
@@ -83,6 +87,7 @@ class RpcObserver {
   Tenant::RequestSlot slot_;
   AuthFailure auth_failure_ = AuthFailure::kNone;
   std::string peer_;
+  std::string traceparent_;
   bool done_ = false;
 };
 

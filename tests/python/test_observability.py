@@ -27,7 +27,7 @@ import pytest
 import gpuflow
 from conftest import BACKEND
 from gpuflow import dtypes
-from gpuflow.v1 import service_pb2
+from gpuflow.v1 import service_pb2, service_pb2_grpc
 
 SERVING, NOT_SERVING = b"\x08\x01", b"\x08\x02"
 
@@ -463,3 +463,43 @@ def test_server_info_counts_kernels_in_memory_and_on_disk(make_server, tmp_path)
         assert kc.misses >= 1
     else:
         assert (kc.entries, kc.disk_entries, kc.bytes, kc.misses) == (0, 0, 0, 0)
+
+
+# ---------------------------------------------------------------- trace context
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def test_traceparent_is_logged_and_echoed(make_server):
+    srv = make_server()
+    stub = service_pb2_grpc.GpuFlowStub(grpc.insecure_channel(srv.target))
+    # A unary call, a call that fails and a server stream all echo it.
+    _, call = stub.GetServerInfo.with_call(service_pb2.GetServerInfoRequest(),
+                                          metadata=(("traceparent", TRACEPARENT),), timeout=10)
+    assert ("traceparent", TRACEPARENT) in call.initial_metadata()
+    with pytest.raises(grpc.RpcError) as e:
+        stub.KeepAlive(service_pb2.KeepAliveRequest(session_id="0" * 32),
+                       metadata=(("traceparent", TRACEPARENT),), timeout=10)
+    assert e.value.code() == grpc.StatusCode.NOT_FOUND
+    assert ("traceparent", TRACEPARENT) in e.value.initial_metadata()
+    stream = stub.DownloadArray(service_pb2.DownloadArrayRequest(session_id="0" * 32, name="x"),
+                                metadata=(("traceparent", TRACEPARENT),), timeout=10)
+    with pytest.raises(grpc.RpcError):
+        list(stream)
+    assert ("traceparent", TRACEPARENT) in stream.initial_metadata()
+    srv.stop()
+    lines = [l for l in srv.final_log.splitlines() if f"traceparent={TRACEPARENT}" in l]
+    assert any("method=GetServerInfo" in l for l in lines), srv.final_log
+    assert any("method=KeepAlive" in l and "code=NOT_FOUND" in l for l in lines), srv.final_log
+    assert any("method=DownloadArray" in l for l in lines), srv.final_log
+
+
+def test_a_malformed_traceparent_is_ignored(make_server):
+    srv = make_server()
+    stub = service_pb2_grpc.GpuFlowStub(grpc.insecure_channel(srv.target))
+    bad = TRACEPARENT.upper()
+    _, call = stub.GetServerInfo.with_call(service_pb2.GetServerInfoRequest(),
+                                          metadata=(("traceparent", bad),), timeout=10)
+    assert all(key != "traceparent" for key, _ in call.initial_metadata())
+    srv.stop()
+    assert "traceparent" not in srv.final_log

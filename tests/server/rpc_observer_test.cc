@@ -45,6 +45,16 @@ TEST_F(RpcObserverTest, FinishCountsTimesAndLogsOneLine) {
                                       "job\" code=OK duration_ms=[0-9.e-]+\n"));
 }
 
+TEST_F(RpcObserverTest, TraceparentIsLoggedWithTheCall) {
+  RpcObserver call(telemetry_, RpcMethod::kExecute);
+  call.set_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  RpcObserver moved(std::move(call));
+  moved.Finish(absl::OkStatus());
+  ASSERT_THAT(lines_, SizeIs(1));
+  EXPECT_THAT(lines_[0],
+              HasSubstr(" traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+}
+
 TEST_F(RpcObserverTest, FailureKeepsTheCodeAndHidesTheSessionId) {
   const std::string id = "0123456789abcdef0123456789abcdef";
   RpcObserver call(telemetry_, RpcMethod::kKeepAlive);

@@ -33,3 +33,7 @@ gpuflow_test(private_directory_test SRCS server/private_directory_test.cc
              DEPS gpuflow::server gpuflow::testing LABELS unit)
 gpuflow_test(security_warnings_test SRCS server/security_warnings_test.cc
              DEPS gpuflow::server LABELS unit)
+gpuflow_test(trace_context_test SRCS server/trace_context_test.cc
+             DEPS gpuflow::server LABELS unit)
+gpuflow_test(reloadable_file_test SRCS server/reloadable_file_test.cc
+             DEPS gpuflow::server gpuflow::testing LABELS unit)
