@@ -363,6 +363,8 @@ def image(staged):
                            capture_output=True, timeout=300)
             assert tar.wait() == 0
     _, stage_dir = staged
+    dangling = ["images", "-q", "--filter", "dangling=true"]
+    before = set(podman(*dangling).stdout.split())
     with tempfile.TemporaryDirectory() as context:
         shutil.copytree(stage_dir, pathlib.Path(context) / "stage", symlinks=True)
         podman("build", "--format", "docker", "--pull=never", "-f", str(ROOT / "Dockerfile"),
@@ -370,6 +372,9 @@ def image(staged):
                "--build-arg", f"DEBIAN_SLIM={BASE_IMAGE}", "-t", IMAGE, context)
     yield IMAGE
     podman("rmi", "-f", IMAGE, check=False)
+    # The build's own intermediate stages (the prebuilt tree), nothing else.
+    for leftover in set(podman(*dangling).stdout.split()) - before:
+        podman("rmi", "-f", leftover, check=False)
 
 
 def test_image_metadata(image):
