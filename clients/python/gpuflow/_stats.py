@@ -537,19 +537,18 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     m = xp.shape[0]
     left = fp[0] if left is None else left
     right = fp[-1] if right is None else right
+    if m == 1:  # NumPy's one-point rule: NaN falls through to fp[0]
+        return functions.where(x < xp[0], left, functions.where(x > xp[0], right, fp[0]))
     xs = functions.expand_dims(x, -1)
     lo_x, hi_x, lo_f, hi_f = xp[:-1], xp[1:], fp[:-1], fp[1:]
-    if m > 1:
-        slope = (hi_f - lo_f) / (hi_x - lo_x)
-        there = slope * (xs - lo_x) + lo_f
-        back = slope * (xs - hi_x) + hi_f
-        value = functions.where(_isnan(there), functions.where(
-            _isnan(back) & (lo_f == hi_f), lo_f, back), there)
-        value = functions.where(xs == lo_x, lo_f, value)
-        inside = (lo_x <= xs) & (xs < hi_x)
-        inner = reduce("sum", functions.where(inside, value, 0.0), -1)
-    else:
-        inner = functions.zeros(x.shape, "float64", session=session)
+    slope = (hi_f - lo_f) / (hi_x - lo_x)
+    there = slope * (xs - lo_x) + lo_f
+    back = slope * (xs - hi_x) + hi_f
+    value = functions.where(_isnan(there), functions.where(
+        _isnan(back) & (lo_f == hi_f), lo_f, back), there)
+    value = functions.where(xs == lo_x, lo_f, value)
+    inside = (lo_x <= xs) & (xs < hi_x)
+    inner = reduce("sum", functions.where(inside, value, 0.0), -1)
     result = functions.where(x == xp[-1], fp[-1], inner)
     result = functions.where(x > xp[-1], right, functions.where(x < xp[0], left, result))
     return functions.where(_isnan(x), x, result)

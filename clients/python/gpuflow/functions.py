@@ -11,6 +11,7 @@ arrays take ``session=`` (default: the current session, i.e. the innermost
 ``with client.session() as s:`` of this thread).
 """
 
+import builtins
 import operator
 
 import numpy as np
@@ -45,7 +46,7 @@ def round(a, decimals=0, out=None):  # noqa: A001 - numpy's name
     if decimals == 0 or (not _inference.is_float(a._expr.dtype) and decimals > 0):
         result = apply("round", (a,))
     elif _inference.is_float(a._expr.dtype):
-        scale = 10.0 ** abs(decimals)
+        scale = 10.0 ** builtins.abs(decimals)
         result = (apply("round", (a * scale,)) / scale if decimals > 0
                   else apply("round", (a / scale,)) * scale)
     else:
@@ -206,10 +207,8 @@ def matmul(a, b, out=None, *, casting="same_kind", order="K", dtype=None, subok=
         return UFUNCS["matmul"](a, b, out=out, **kwargs)
     a, b = _as_remote(a), _as_remote(b)
     axes = list(axes)
-    core = [min(a.ndim, 2), min(b.ndim, 2)]
-    core.append(max(core[0] + core[1] - 2, 0))
-    if len(axes) == 2 and core[2] == 0:
-        axes.append(())
+    core = [builtins.min(a.ndim, 2), builtins.min(b.ndim, 2)]
+    core.append(builtins.max(core[0] + core[1] - 2, 0))
     if len(axes) != 3:
         raise ValueError("axes should be a list with an entry for all 3 inputs and outputs; "
                          "entries for outputs can only be omitted if none of them has core axes.")

@@ -14,12 +14,15 @@ requested arrays in one ``Execute``, where the server fuses it. Shapes and
 dtypes are inferred client-side with the server's rules (NumPy 2's), so
 ``shape``/``dtype`` need no round trip and shape errors raise at once.
 
-Arrays are immutable: an operation makes a new RemoteArray. The one
-exception mirrors CuPy's in-place style: arrays made by ``gpuflow.empty``,
-``zeros``, ``ones``, ``full``, ``arange``, the ``*_like`` functions and
-``.copy()`` are *writable*: a custom kernel that writes one (a RawKernel
-argument, an ElementwiseKernel output argument) rebinds that Python object to
-the kernel's result, so ``y.get()`` afterwards sees the kernel's writes.
+Values are immutable: an operation makes a new RemoteArray. What looks like
+an in-place update rebinds the Python object to a new value: ``a[idx] = v``,
+``a += 1``, ``a.fill(v)``, ``out=a`` (one more node each, fused like any
+other). Nothing aliases: ``b = a[0]`` keeps its value when ``a`` changes.
+Arrays made by ``gpuflow.empty``, ``zeros``, ``ones``, ``full``, ``arange``,
+the ``*_like`` functions and ``.copy()`` are *writable*: a custom kernel that
+writes one (a RawKernel argument, an ElementwiseKernel output argument)
+rebinds that Python object to the kernel's result, so ``y.get()`` afterwards
+sees the kernel's writes.
 
 Temporary arrays (numpy operands too large to travel inside the graph,
 ``asarray`` uploads, results too large to return inline) are named

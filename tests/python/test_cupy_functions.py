@@ -1,0 +1,447 @@
+"""The NumPy functions gpuflow composes of server ops (gpuflow._shapes,
+_ranges, _stats) against NumPy, through the real server: dtypes, shapes
+and values, NumPy's errors, edge cases (empty arrays, NaN, all-NaN slices,
+non-uniform spacings)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import gpuflow as gf
+import numpy_check
+
+if hasattr(np, "_set_promotion_state"):
+    np._set_promotion_state("weak")
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+RTOL = {"float16": 2e-3, "float32": 2e-5, "float64": 1e-12}
+
+
+def check_all(pairs, rtol=None):
+    numpy_check.check_all(pairs, rtol=rtol, atol=1e-12, rtols=RTOL)
+
+
+def r(session, a):
+    return session.asarray(np.asarray(a))
+
+
+# ---- shapes ------------------------------------------------------------------------------
+
+
+def test_stacking_functions(session):
+    a_np, b_np = np.arange(3, dtype=np.int16), np.arange(3, 6, dtype=np.int8)
+    m_np = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a, b, m = r(session, a_np), r(session, b_np), r(session, m_np)
+    s = r(session, np.array(7.0))
+    check_all([
+        (gf.vstack([a, b]), np.vstack([a_np, b_np])), (gf.vstack((m, a)), np.vstack((m_np, a_np))),
+        (gf.row_stack([a, a]), np.vstack([a_np, a_np])),
+        (gf.hstack([a, b]), np.hstack([a_np, b_np])), (gf.hstack([m, m]), np.hstack([m_np, m_np])),
+        (gf.dstack([a, b]), np.dstack([a_np, b_np])), (gf.dstack([m, m]), np.dstack([m_np, m_np])),
+        (gf.column_stack([a, b]), np.column_stack([a_np, b_np])),
+        (gf.column_stack([m.T, a]), np.column_stack([m_np.T, a_np])),
+        (gf.vstack([a, b], dtype=np.float32), np.vstack([a_np, b_np], dtype=np.float32)),
+        (gf.atleast_1d(s), np.atleast_1d(np.array(7.0))), (gf.atleast_2d(a), np.atleast_2d(a_np)),
+        (gf.atleast_3d(a), np.atleast_3d(a_np)), (gf.atleast_3d(m), np.atleast_3d(m_np)),
+        (gf.atleast_3d(s), np.atleast_3d(np.array(7.0))), (gf.atleast_2d(m), m_np),
+        (gf.concatenate([a, b], dtype=np.float64), np.concatenate([a_np, b_np], dtype=np.float64)),
+        (gf.stack([a, b], axis=1, dtype=np.int32), np.stack([a_np, b_np], axis=1, dtype=np.int32)),
+    ])
+    x, y = gf.atleast_1d(a, s)
+    assert (x.shape, y.shape) == ((3,), (1,))
+    with pytest.raises(TypeError, match="Cannot cast array data"):
+        gf.concatenate([m, a], dtype=np.int8)
+    with pytest.raises(ValueError, match="need at least one array"):
+        gf.concatenate([])
+
+
+def test_broadcast_rollaxis_and_copies(session):
+    x_np, y_np = np.arange(3.0).reshape(3, 1), np.arange(4, dtype=np.int8)
+    x, y = r(session, x_np), r(session, y_np)
+    bx, by = gf.broadcast_arrays(x, y)
+    ex, ey = np.broadcast_arrays(x_np, y_np)
+    b = gf.broadcast(x, y, 1.5)
+    nb = np.broadcast(x_np, y_np, 1.5)
+    assert (b.shape, b.ndim, b.nd, b.size, b.numiter) == (nb.shape, nb.ndim, nb.nd, nb.size,
+                                                          nb.numiter)
+    t_np = np.zeros((2, 3, 4, 5))
+    t = r(session, t_np)
+    for axis, start in ((3, 1), (2, 0), (1, 4), (-1, -3), (0, 2)):
+        assert gf.rollaxis(t, axis, start).shape == np.rollaxis(t_np, axis, start).shape
+    with pytest.raises(gf._inference.AxisError, match="'start' arg requires -4 <= start < 5"):
+        gf.rollaxis(t, 0, 5)
+    c = gf.copy(x)
+    assert c.writable and c is not x
+    check_all([(bx, ex), (by, ey), (c, x_np), (gf.asfortranarray(y, np.float32),
+                                               np.asfortranarray(y_np, np.float32)),
+               (gf.ascontiguousarray(y), y_np)])
+
+
+def test_moveaxis_with_a_repeated_axis_raises_value_error(session):
+    """Regression (issue 23): a repeated destination returned an array."""
+    t = r(session, np.zeros((2, 3, 4)))
+    with pytest.raises(ValueError, match="repeated axis in `destination` argument"):
+        gf.moveaxis(t, [0, 1], [0, 0])
+    with pytest.raises(ValueError, match="repeated axis in `source` argument"):
+        gf.moveaxis(t, [1, 1], [0, 2])
+    with pytest.raises(ValueError):
+        np.moveaxis(np.zeros((2, 3, 4)), [0, 1], [0, 0])
+    with pytest.raises(gf._inference.AxisError):
+        gf.moveaxis(t, 3, 0)
+    check_all([(gf.moveaxis(t, [0, 2], [2, 0]), np.moveaxis(np.zeros((2, 3, 4)), [0, 2], [2, 0]))])
+
+
+def test_splitting_tiling_rolling(session):
+    a_np = np.arange(24, dtype=np.int32).reshape(4, 6)
+    a = r(session, a_np)
+    pairs = []
+    for ours, theirs in zip(gf.split(a, 3, axis=1), np.split(a_np, 3, axis=1)):
+        pairs.append((ours, theirs))
+    for ours, theirs in zip(gf.array_split(a, 3), np.array_split(a_np, 3)):
+        pairs.append((ours, theirs))
+    for ours, theirs in zip(gf.split(a, [1, 4], axis=1), np.split(a_np, [1, 4], axis=1)):
+        pairs.append((ours, theirs))
+    for fn in ("hsplit", "vsplit"):
+        for ours, theirs in zip(getattr(gf, fn)(a, 2), getattr(np, fn)(a_np, 2)):
+            pairs.append((ours, theirs))
+    pairs += [
+        (gf.tile(a, 2), np.tile(a_np, 2)), (gf.tile(a, (2, 1, 3)), np.tile(a_np, (2, 1, 3))),
+        (gf.tile(a[0], (3, 1)), np.tile(a_np[0], (3, 1))),
+        (gf.repeat(a, 2), np.repeat(a_np, 2)), (gf.repeat(a, 3, axis=0), np.repeat(a_np, 3, 0)),
+        (gf.repeat(a, [2, 2, 2, 2, 2, 2], axis=1), np.repeat(a_np, 2, axis=1)),
+        (gf.roll(a, 2), np.roll(a_np, 2)), (gf.roll(a, -1, axis=1), np.roll(a_np, -1, axis=1)),
+        (gf.roll(a, (1, 2), axis=(0, 1)), np.roll(a_np, (1, 2), axis=(0, 1))),
+        (gf.roll(a, 6, axis=1), np.roll(a_np, 6, axis=1)),
+    ]
+    check_all(pairs)
+    with pytest.raises(ValueError, match="array split does not result in an equal division"):
+        gf.split(a, 4, axis=1)
+    with pytest.raises(NotImplementedError, match="gather"):
+        gf.repeat(a, [1, 2, 3, 4], axis=0)
+
+
+def test_triangles_and_diagonals(session):
+    m_np = np.arange(20, dtype=np.float32).reshape(4, 5)
+    v_np = np.array([1, 2, 3], np.int16)
+    b_np = np.arange(2 * 3 * 3).reshape(2, 3, 3)
+    m, v, b = r(session, m_np), r(session, v_np), r(session, b_np)
+    check_all([
+        (gf.tril(m), np.tril(m_np)), (gf.tril(m, -1), np.tril(m_np, -1)),
+        (gf.triu(m, 2), np.triu(m_np, 2)), (gf.triu(b), np.triu(b_np)), (gf.tril(v), np.tril(v_np)),
+        (gf.tri(3, 4, 1, dtype=np.int8, session=session), np.tri(3, 4, 1, dtype=np.int8)),
+        (gf.diagonal(m), np.diagonal(m_np)), (gf.diagonal(m, 2), np.diagonal(m_np, 2)),
+        (gf.diagonal(m, -2), np.diagonal(m_np, -2)), (gf.diagonal(m, 9), np.diagonal(m_np, 9)),
+        (gf.diagonal(b, 0, 1, 2), np.diagonal(b_np, 0, 1, 2)),
+        (gf.diagonal(b, 1, 2, 0), np.diagonal(b_np, 1, 2, 0)),
+        (gf.diag(v), np.diag(v_np)), (gf.diag(v, 2), np.diag(v_np, 2)),
+        (gf.diag(v, -1), np.diag(v_np, -1)), (gf.diag(m, 1), np.diag(m_np, 1)),
+        (gf.trace(m), np.trace(m_np)), (gf.trace(b, 1, 1, 2), np.trace(b_np, 1, 1, 2)),
+    ])
+
+
+# ---- ranges ------------------------------------------------------------------------------
+
+
+def test_linspace_matches_numpy_to_the_bit(session):
+    cases = [
+        ((0, 1, 7), {}), ((-2.5, 10, 50), {}), ((0, 1, 5), {"endpoint": False}),
+        ((1, 1, 4), {}), ((0, 10, 1), {}), ((0, 10, 0), {}), ((3, -3, 9), {}),
+        ((0, 1, 6), {"dtype": np.float32}), ((0, 100, 7), {"dtype": np.int16}),
+        ((np.float32(0.1), np.float32(0.7), 11), {}), ((0, 1e-310, 3), {}),
+        ((0, 5, 1001), {}), ((np.int8(1), 3, 4), {}),
+    ]
+    pairs = []
+    for args, kw in cases:
+        pairs.append((gf.linspace(*args, session=session, **kw), np.linspace(*args, **kw)))
+    got = gf.evaluate(*(p for p, _ in pairs))
+    for (remote, expected), value in zip(pairs, got):
+        assert remote.dtype == expected.dtype and value.shape == expected.shape, remote
+        np.testing.assert_array_equal(value, expected)  # exactly NumPy's numbers
+    y, step = gf.linspace(2.0, 3.0, 5, retstep=True, session=session)
+    assert step == np.linspace(2.0, 3.0, 5, retstep=True)[1]
+    with pytest.raises(ValueError, match="Number of samples, -1, must be non-negative."):
+        gf.linspace(0, 1, -1, session=session)
+
+
+def test_linspace_logspace_with_arrays_and_axes(session):
+    lo_np, hi_np = np.array([0.0, 1.0, -2.0]), np.array([1.0, 11.0, 2.0])
+    lo, hi = r(session, lo_np), r(session, hi_np)
+    f_np = np.array([1.0, 2.0], np.float32)
+    f = r(session, f_np)
+    check_all([
+        (gf.linspace(lo, hi, 5), np.linspace(lo_np, hi_np, 5)),
+        (gf.linspace(lo, hi, 4, axis=1), np.linspace(lo_np, hi_np, 4, axis=1)),
+        (gf.linspace(lo, 3, 6, endpoint=False), np.linspace(lo_np, 3, 6, endpoint=False)),
+        (gf.linspace(0, f, 3), np.linspace(0, f_np, 3)),
+        (gf.logspace(0, 3, 4, session=session), np.logspace(0, 3, 4)),
+        (gf.logspace(1, 2, 5, base=2.0, session=session), np.logspace(1, 2, 5, base=2.0)),
+        (gf.logspace(0, 1, 3, dtype=np.float32, session=session),
+         np.logspace(0, 1, 3, dtype=np.float32)),
+        (gf.logspace(lo, hi, 3, axis=-1), np.logspace(lo_np, hi_np, 3, axis=-1)),
+        (gf.logspace(0, f, 3), np.logspace(0, f_np, 3)),
+    ])
+
+
+def test_eye_identity_meshgrid_and_grids(session):
+    x_np, y_np, z_np = np.arange(3), np.linspace(0, 1, 4), np.array([5, 6], np.int8)
+    x, y, z = r(session, x_np), r(session, y_np), r(session, z_np)
+    pairs = [
+        (gf.eye(3, session=session), np.eye(3)), (gf.eye(2, 4, k=1, session=session),
+                                                  np.eye(2, 4, k=1)),
+        (gf.eye(4, 3, k=-2, dtype=np.int8, session=session), np.eye(4, 3, k=-2, dtype=np.int8)),
+        (gf.eye(0, session=session), np.eye(0)), (gf.eye(3, k=5, dtype=bool, session=session),
+                                                  np.eye(3, k=5, dtype=bool)),
+        (gf.identity(3, np.float32, session=session), np.identity(3, np.float32)),
+    ]
+    for indexing in ("xy", "ij"):
+        for sparse in (False, True):
+            ours = gf.meshgrid(x, y, z, indexing=indexing, sparse=sparse)
+            theirs = np.meshgrid(x_np, y_np, z_np, indexing=indexing, sparse=sparse)
+            pairs += list(zip(ours, theirs))
+    pairs += list(zip(gf.meshgrid(x, y), np.meshgrid(x_np, y_np)))
+    pairs += [(gf.mgrid[0:5], np.mgrid[0:5]), (gf.mgrid[1:2:5j], np.mgrid[1:2:5j]),
+              (gf.mgrid[0:3, 0:2], np.mgrid[0:3, 0:2]),
+              (gf.mgrid[0:1:3j, -1:1:0.5], np.mgrid[0:1:3j, -1:1:0.5]),
+              (gf.mgrid[-1:1:5j], np.mgrid[-1:1:5j])]
+    pairs += list(zip(gf.ogrid[0:3, 0:4:2], np.ogrid[0:3, 0:4:2]))
+    pairs += list(zip(gf.ogrid[0:1:4j, 2:4], np.ogrid[0:1:4j, 2:4]))
+    check_all(pairs)
+    assert isinstance(gf.meshgrid(x, y), tuple) and gf.meshgrid() == ()
+    with pytest.raises(ValueError, match="Valid values for `indexing` are 'xy' and 'ij'."):
+        gf.meshgrid(x, indexing="yx")
+    with pytest.raises(ValueError, match="negative dimensions are not allowed"):
+        gf.eye(-1, session=session)
+
+
+# ---- NaN functions, statistics ---------------------------------------------------------------
+
+
+NAN_FUNCS = ["nanmin", "nanmax", "nansum", "nanprod", "nanmean", "nanvar", "nanstd"]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_nan_functions_match_numpy(session, dtype):
+    x_np = np.array([[1.0, np.nan, 3.0, -2.0], [np.nan, np.nan, np.nan, np.nan],
+                     [0.5, 4.0, np.nan, 8.0]], dtype=dtype)
+    x = r(session, x_np)
+    pairs = []
+    for name in NAN_FUNCS:
+        for kw in ({}, {"axis": 0}, {"axis": 1}, {"axis": 1, "keepdims": True}):
+            if name in ("nanmin", "nanmax") and kw.get("axis") != 1 and not kw:
+                pass
+            pairs.append((getattr(gf, name)(x, **kw), getattr(np, name)(x_np, **kw)))
+    pairs += [(gf.nanvar(x, axis=1, ddof=1), np.nanvar(x_np, axis=1, ddof=1)),
+              (gf.nanstd(x, axis=0, ddof=2), np.nanstd(x_np, axis=0, ddof=2)),
+              (gf.nanmean(x, axis=0, dtype=np.float64), np.nanmean(x_np, axis=0, dtype=np.float64)),
+              (gf.nancumsum(x, axis=1), np.nancumsum(x_np, axis=1)),
+              (gf.nancumprod(x), np.nancumprod(x_np)),
+              (gf.nan_to_num(x), np.nan_to_num(x_np)),
+              (gf.nan_to_num(x, nan=-1.0), np.nan_to_num(x_np, nan=-1.0))]
+    check_all(pairs, rtol=5e-3 if dtype == "float16" else None)
+
+
+def test_nan_functions_of_integers_are_the_plain_ones(session):
+    i_np = np.arange(12, dtype=np.int16).reshape(3, 4)
+    i = r(session, i_np)
+    check_all([(getattr(gf, n)(i, axis=1), getattr(np, n)(i_np, axis=1)) for n in NAN_FUNCS]
+              + [(gf.nancumsum(i), np.nancumsum(i_np)), (gf.nan_to_num(i), i_np)])
+
+
+def test_nan_to_num_replaces_infinities(session):
+    for dtype in ("float16", "float32", "float64"):
+        x_np = np.array([np.inf, -np.inf, np.nan, 1.5], dtype)
+        x = r(session, x_np)
+        check_all([(gf.nan_to_num(x), np.nan_to_num(x_np)),
+                   (gf.nan_to_num(x, posinf=9.0, neginf=-9.0, nan=0.5),
+                    np.nan_to_num(x_np, posinf=9.0, neginf=-9.0, nan=0.5))])
+
+
+def test_ptp_average_count_nonzero(session):
+    x_np = np.array([[1, 7, 3], [4, -2, 6]], np.int8)
+    f_np = np.array([[0.5, 1.5, 2.0], [4.0, -1.0, 3.0]], np.float32)
+    w_np = np.array([1.0, 2.0, 3.0])
+    x, f, w = r(session, x_np), r(session, f_np), r(session, w_np)
+    avg, scale = gf.average(f, axis=1, weights=w, returned=True)
+    e_avg, e_scale = np.average(f_np, axis=1, weights=w_np, returned=True)
+    n_avg, n_scale = gf.average(x, axis=0, returned=True)
+    en_avg, en_scale = np.average(x_np, axis=0, returned=True)
+    check_all([
+        (gf.ptp(x), np.ptp(x_np)), (gf.ptp(f, axis=1), np.ptp(f_np, axis=1)),
+        (gf.ptp(x, axis=0, keepdims=True), np.ptp(x_np, axis=0, keepdims=True)),
+        (gf.average(f), np.average(f_np)), (gf.average(x, axis=1), np.average(x_np, axis=1)),
+        (gf.average(f, weights=f_np * 0 + 2), np.average(f_np, weights=f_np * 0 + 2)),
+        (gf.average(x, axis=1, weights=w), np.average(x_np, axis=1, weights=w_np)),
+        (gf.average(x, axis=1, weights=[1, 2, 3], keepdims=True),
+         np.average(x_np, axis=1, weights=[1, 2, 3], keepdims=True)),
+        (avg, e_avg), (scale, e_scale), (n_avg, en_avg), (n_scale, en_scale),
+        (gf.count_nonzero(x > 2), np.array(np.count_nonzero(x_np > 2))),
+        (gf.count_nonzero(f, axis=0), np.count_nonzero(f_np, axis=0)),
+    ])
+    with pytest.raises(ZeroDivisionError, match="Weights sum to zero, can't be normalized"):
+        gf.average(f, axis=1, weights=[1.0, -1.0, 0.0])
+    with pytest.raises(TypeError, match="Axis must be specified"):
+        gf.average(f, weights=w)
+    with pytest.raises(ValueError, match="Length of weights not compatible"):
+        gf.average(f, axis=0, weights=w)
+    with pytest.raises(TypeError):
+        gf.ptp(r(session, np.array([True, False])))
+
+
+def test_isclose_allclose_array_equal(session):
+    a_np = np.array([1.0, np.nan, np.inf, -np.inf, 1e-9, 100.0, 0.0])
+    b_np = np.array([1.0 + 1e-6, np.nan, np.inf, np.inf, 0.0, 100.002, -1e-300])
+    a, b = r(session, a_np), r(session, b_np)
+    i_np = np.array([1, 2, 300], np.int16)
+    i = r(session, i_np)
+    check_all([
+        (gf.isclose(a, b), np.isclose(a_np, b_np)),
+        (gf.isclose(a, b, equal_nan=True), np.isclose(a_np, b_np, equal_nan=True)),
+        (gf.isclose(a, b, rtol=0, atol=1e-3), np.isclose(a_np, b_np, rtol=0, atol=1e-3)),
+        (gf.isclose(i, i_np + 1, atol=1), np.isclose(i_np, i_np + 1, atol=1)),
+        (gf.isclose(a, 1), np.isclose(a_np, 1)), (gf.isclose(2.0, a), np.isclose(2.0, a_np)),
+        (gf.isclose(r(session, np.array([1, 2], np.int8)), r(session, np.array([1, 3], np.int8))),
+         np.isclose(np.array([1, 2], np.int8), np.array([1, 3], np.int8))),
+        (gf.array_equal(a, a), np.array(np.array_equal(a_np, a_np))),
+        (gf.array_equal(a, a, equal_nan=True), np.array(np.array_equal(a_np, a_np,
+                                                                       equal_nan=True))),
+        (gf.array_equal(i, i_np), np.array(True)),
+        (gf.array_equal(i, i_np[:2]), np.array(False)),
+        (gf.array_equiv(i, i_np[None]), np.array(np.array_equiv(i_np, i_np[None]))),
+        (gf.array_equiv(i, [1, 2]), np.array(False)),
+    ])
+    assert gf.allclose(a[:1], b[:1]) is True and gf.allclose(a, b) is False
+    assert gf.allclose(a, b, equal_nan=True) is np.allclose(a_np, b_np, equal_nan=True)
+
+
+def test_differences(session):
+    x_np = np.array([1.0, 4.0, 9.0, 16.0, 25.0, 36.0])
+    m_np = np.arange(12, dtype=np.int32).reshape(3, 4) ** 2
+    b_np = np.array([True, False, False, True])
+    x, m, b = r(session, x_np), r(session, m_np), r(session, b_np)
+    check_all([
+        (gf.diff(x), np.diff(x_np)), (gf.diff(x, 2), np.diff(x_np, 2)),
+        (gf.diff(m, axis=0), np.diff(m_np, axis=0)), (gf.diff(m, n=3), np.diff(m_np, n=3)),
+        (gf.diff(b), np.diff(b_np)), (gf.diff(x, n=0), x_np),
+        (gf.diff(x, prepend=0), np.diff(x_np, prepend=0)),
+        (gf.diff(m, append=[[1], [2], [3]]), np.diff(m_np, append=[[1], [2], [3]])),
+        (gf.ediff1d(m), np.ediff1d(m_np)),
+        (gf.ediff1d(x, to_begin=-1, to_end=[7, 8]), np.ediff1d(x_np, to_begin=-1, to_end=[7, 8])),
+    ])
+    with pytest.raises(ValueError, match="order must be non-negative"):
+        gf.diff(x, -1)
+    with pytest.raises(ValueError, match="diff requires input that is at least one dimensional"):
+        gf.diff(r(session, np.array(1.0)))
+    with pytest.raises(TypeError, match="dtype of `to_begin` must be compatible"):
+        gf.ediff1d(m, to_begin=0.5)
+
+
+def test_gradient(session):
+    f_np = np.array([1.0, 2.0, 4.0, 7.0, 11.0, 16.0])
+    g_np = np.arange(20, dtype=np.float32).reshape(4, 5) ** 2
+    i_np = np.array([1, 4, 9, 16, 25], np.int16)
+    coords = np.array([0.0, 1.0, 1.5, 3.5, 4.0, 6.0])
+    f, g, i = r(session, f_np), r(session, g_np), r(session, i_np)
+    pairs = [
+        (gf.gradient(f), np.gradient(f_np)), (gf.gradient(f, 2.0), np.gradient(f_np, 2.0)),
+        (gf.gradient(f, coords), np.gradient(f_np, coords)),
+        (gf.gradient(f, edge_order=2), np.gradient(f_np, edge_order=2)),
+        (gf.gradient(f, coords, edge_order=2), np.gradient(f_np, coords, edge_order=2)),
+        (gf.gradient(i), np.gradient(i_np)), (gf.gradient(g, axis=1), np.gradient(g_np, axis=1)),
+        (gf.gradient(g, np.float64(0.5), axis=0), np.gradient(g_np, np.float64(0.5), axis=0)),
+        (gf.gradient(f, [0, 1, 2, 3, 4, 5]), np.gradient(f_np, [0, 1, 2, 3, 4, 5])),
+    ]
+    pairs += list(zip(gf.gradient(g, 1.0, 2.0), np.gradient(g_np, 1.0, 2.0)))
+    check_all(pairs)
+    with pytest.raises(ValueError, match="Shape of array too small"):
+        gf.gradient(f[:2], edge_order=2)
+    with pytest.raises(ValueError, match="distances must match the length"):
+        gf.gradient(f, [1.0, 2.0])
+    with pytest.raises(TypeError, match="invalid number of arguments"):
+        gf.gradient(f, 1.0, 2.0)
+
+
+def test_unwrap(session):
+    phase_np = np.array([0.0, 0.78, 5.49, 6.28, 12.0, -3.0, 3.14159, -3.14159])
+    m_np = np.array([[0.0, 3.5, 7.0], [1.0, -2.5, 8.0]])
+    i_np = np.array([0, 3, 7, 11, 2], np.int64)
+    p, m, i = r(session, phase_np), r(session, m_np), r(session, i_np)
+    check_all([
+        (gf.unwrap(p), np.unwrap(phase_np)), (gf.unwrap(m, axis=0), np.unwrap(m_np, axis=0)),
+        (gf.unwrap(m, discont=4.0), np.unwrap(m_np, discont=4.0)),
+        (gf.unwrap(p, period=360.0), np.unwrap(phase_np, period=360.0)),
+        (gf.unwrap(i, period=8), np.unwrap(i_np, period=8)),
+        (gf.unwrap(r(session, phase_np.astype(np.float32))),
+         np.unwrap(phase_np.astype(np.float32))),
+    ])
+
+
+@pytest.mark.parametrize("n,m", [(7, 3), (3, 7), (5, 5), (1, 4), (10, 1), (6, 4)])
+def test_convolve_and_correlate(session, n, m):
+    rng = np.random.default_rng(n * 10 + m)
+    a_np, v_np = rng.standard_normal(n), rng.standard_normal(m)
+    ai_np, vi_np = rng.integers(-5, 5, n).astype(np.int16), rng.integers(-5, 5, m).astype(np.int8)
+    a, v, ai, vi = (r(session, t) for t in (a_np, v_np, ai_np, vi_np))
+    pairs = []
+    for mode in ("full", "same", "valid"):
+        pairs += [(gf.convolve(a, v, mode), np.convolve(a_np, v_np, mode)),
+                  (gf.correlate(a, v, mode), np.correlate(a_np, v_np, mode)),
+                  (gf.convolve(ai, vi, mode), np.convolve(ai_np, vi_np, mode))]
+    check_all(pairs)
+    with pytest.raises(ValueError, match="v cannot be empty"):
+        gf.convolve(a, r(session, np.zeros(0)))
+
+
+def test_interp(session):
+    xp_np = np.array([0.0, 1.0, 1.5, 3.0, 3.0, 5.0])
+    fp_np = np.array([10.0, -2.0, 4.0, 0.0, 7.0, 1.0])
+    x_np = np.array([-1.0, 0.0, 0.25, 1.0, 1.2, 2.9, 3.0, 4.0, 5.0, 6.0, np.nan])
+    x, xp, fp = r(session, x_np), r(session, xp_np), r(session, fp_np)
+    check_all([
+        (gf.interp(x, xp, fp), np.interp(x_np, xp_np, fp_np)),
+        (gf.interp(x, xp_np, fp_np, left=-9.0, right=9.0),
+         np.interp(x_np, xp_np, fp_np, left=-9.0, right=9.0)),
+        (gf.interp(x, [1.0], [3.0]), np.interp(x_np, [1.0], [3.0])),
+        (gf.interp(x, xp, fp, period=4.0), np.interp(x_np, xp_np, fp_np, period=4.0)),
+        (gf.interp(r(session, np.array([1, 2], np.int8)), [0, 4], [0, 8]),
+         np.interp(np.array([1, 2], np.int8), [0, 4], [0, 8])),
+    ])
+    with pytest.raises(ValueError, match="fp and xp are not of the same length"):
+        gf.interp(x, xp, fp[:3])
+
+
+def test_real_parts_of_real_arrays(session):
+    x_np = np.array([-1.5, 0.0, -0.0, 2.0])
+    i_np = np.array([-3, 0, 4], np.int8)
+    x, i = r(session, x_np), r(session, i_np)
+    check_all([
+        (gf.real(x), np.real(x_np)), (gf.imag(x), np.imag(x_np)), (gf.imag(i), np.imag(i_np)),
+        (gf.conj(i), np.conj(i_np)), (gf.conjugate(x), np.conjugate(x_np)),
+        (gf.real_if_close(x), np.real_if_close(x_np)), (gf.angle(x), np.angle(x_np)),
+        (gf.angle(i, deg=True), np.angle(i_np, deg=True)),
+        (gf.iscomplex(i), np.iscomplex(i_np)), (gf.isreal(x), np.isreal(x_np)),
+    ])
+    assert gf.iscomplexobj(x) is False and gf.isrealobj(x) is True
+
+
+def test_round_with_decimals(session):
+    x_np = np.array([1.2345, -2.5, 2.5, 3.14159, 1234.5678, -0.5])
+    i_np = np.array([15, 25, -35, 149, 151], np.int32)
+    x, i = r(session, x_np), r(session, i_np)
+    check_all([(gf.round(x, 2), np.round(x_np, 2)), (gf.around(x, -2), np.around(x_np, -2)),
+               (x.round(1), x_np.round(1)), (gf.round(i, -1), np.round(i_np, -1)),
+               (gf.round(i, 2), np.round(i_np, 2)),
+               (gf.round(r(session, x_np.astype(np.float32)), 3),
+                np.round(x_np.astype(np.float32), 3))])
+
+
+def test_result_type_and_can_cast(session):
+    x = r(session, np.ones(2, np.int8))
+    assert gf.result_type(x, 1.5) == np.result_type(np.ones(2, np.int8), 1.5) == np.float64
+    assert gf.result_type(x, np.int16) == np.int16 and gf.result_type(x, 3) == np.int8
+    assert gf.result_type(x, "bfloat16") == "bfloat16"
+    assert gf.can_cast(x, np.int16) and not gf.can_cast(x, np.uint8)
+    assert gf.can_cast(np.float64, np.float32, "same_kind") and not gf.can_cast(
+        np.float64, np.int64, "same_kind")
+    assert math.isnan(float(gf.nanmax(r(session, np.array([np.nan, np.nan])))))
