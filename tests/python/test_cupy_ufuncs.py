@@ -130,19 +130,16 @@ def test_hypot_does_not_overflow_or_underflow(session):
 def test_composed_binary_ufuncs_with_integers(session, left, right):
     rng = np.random.default_rng(5)
 
-    def make(dtype, seed_shift):
+    def make(dtype):
         if dtype == "bool":
             return rng.integers(0, 2, 12).astype(bool)
         lo = 0 if dtype.startswith("u") else -20
         v = rng.integers(lo, 20, 12).astype(dtype)
         return np.where(v == 0, 3, v).astype(dtype)
 
-    a_np, b_np = make(left, 0), make(right, 1)
+    a_np, b_np = make(left), make(right)
     a, b = session.asarray(a_np), session.asarray(b_np)
     names = ["fmod", "hypot", "fmax", "fmin", "float_power", "logaddexp", "heaviside"]
-    if left != "int32" or right != "float32":
-        if "bool" not in (left,):
-            names += []
     pairs = []
     for name in names:
         try:
@@ -265,7 +262,8 @@ def test_out_is_rebound_and_cast_into_its_dtype(session):
     t = gf.zeros((), session=session)
     a.sum(out=t)
     m = gf.zeros(3, np.int32, session=session)
-    gf.matmul(session.asarray(np.eye(3, dtype=np.int32)), session.asarray(np.arange(3, dtype=np.int32)), out=m)
+    eye = session.asarray(np.eye(3, dtype=np.int32))
+    gf.matmul(eye, session.asarray(np.arange(3, dtype=np.int32)), out=m)
     check_all([(o, (a_np * 2).astype(np.float32)), (wide, np.broadcast_to(a_np + 1, (2, 3))),
                (i, np.floor_divide(a_np, 1).astype(np.int64)), (t, np.array(a_np.sum())),
                (m, np.arange(3, dtype=np.int32))])
@@ -441,7 +439,8 @@ def test_integer_to_negative_integer_power_raises_value_error(session):
         with pytest.raises(ValueError, match="Integers to negative integer powers are not "
                            "allowed."):
             x ** exponent
-    check_all([(x ** -1.0, np.array([2, 3], np.int32) ** -1.0), (x ** 2, np.array([4, 9], np.int32))])
+    check_all([(x ** -1.0, np.array([2, 3], np.int32) ** -1.0),
+               (x ** 2, np.array([4, 9], np.int32))])
 
 
 def test_bool_errors_have_numpys_messages(session):

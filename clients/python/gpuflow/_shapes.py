@@ -384,7 +384,173 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     return diagonal(a, offset, axis1, axis2).sum(axis=-1, dtype=dtype, out=out)
 
 
+# ---- flips, rotations, padding --------------------------------------------------------
+
+
+def fliplr(m):
+    """numpy.fliplr: reversed along axis 1."""
+    from gpuflow import functions
+
+    m = _remote(m)
+    if m.ndim < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return functions.flip(m, 1)
+
+
+def flipud(m):
+    """numpy.flipud: reversed along axis 0."""
+    from gpuflow import functions
+
+    m = _remote(m)
+    if m.ndim < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return functions.flip(m, 0)
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """numpy.rot90: k quarter turns from the first axis towards the second."""
+    from gpuflow import functions
+
+    m = _remote(m)
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    if axes[0] == axes[1] or abs(axes[0] - axes[1]) == m.ndim:
+        raise ValueError("Axes must be different.")
+    if not (-m.ndim <= axes[0] < m.ndim and -m.ndim <= axes[1] < m.ndim):
+        raise ValueError(f"Axes={axes} out of range for array of ndim={m.ndim}.")
+    k = operator.index(k) % 4
+    if k == 0:
+        return m.copy()
+    if k == 2:
+        return functions.flip(functions.flip(m, axes[0]), axes[1])
+    perm = list(range(m.ndim))
+    perm[axes[0]], perm[axes[1]] = perm[axes[1]], perm[axes[0]]
+    if k == 1:
+        return functions.flip(m, axes[1]).transpose(perm)
+    return functions.flip(m.transpose(perm), axes[1])
+
+
+def _pairs(value, ndim, what):
+    v = np.asarray(value)
+    if v.ndim == 0:
+        v = np.broadcast_to(v, (ndim, 2))
+    elif v.shape in ((1,), (2,)):
+        v = np.broadcast_to(v, (ndim, 2))
+    elif v.shape == (1, 2) or v.shape == (ndim, 2) or v.shape == (ndim, 1):
+        v = np.broadcast_to(v, (ndim, 2))
+    else:
+        raise ValueError(f"operands could not be broadcast together with remapped shapes "
+                         f"[original->remapped]: {v.shape} and requested shape ({ndim},2)")
+    if what == "pad_width" and (v < 0).any():
+        raise ValueError("index can't contain negative values")
+    return v.tolist()
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    """numpy.pad for the modes 'constant' (constant_values), 'edge',
+    'wrap', 'reflect' and 'symmetric' (pads up to the axis length), with
+    slices and one concatenate per padded axis."""
+    from gpuflow import functions
+
+    a = _remote(array)
+    widths = _pairs(pad_width, a.ndim, "pad_width")
+    values = _pairs(kwargs.pop("constant_values", 0), a.ndim, "constant_values") \
+        if mode == "constant" else None
+    if kwargs:
+        raise ValueError(f"unsupported keyword arguments for mode '{mode}': {set(kwargs)}")
+    if mode not in ("constant", "edge", "wrap", "reflect", "symmetric"):
+        raise NotImplementedError(f"gpuflow pads with 'constant', 'edge', 'wrap', 'reflect' and "
+                                  f"'symmetric', not {mode!r}")
+    for axis, (before, after) in enumerate(widths):
+        if not before and not after:
+            continue
+        n = a.shape[axis]
+        if mode != "constant" and n == 0:
+            raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' "
+                             "or 'empty'")
+        limit = {"reflect": n - 1, "edge": None, "constant": None}.get(mode, n)
+        if limit is not None and max(before, after) > limit:
+            raise NotImplementedError(f"gpuflow pads with mode {mode!r} up to {limit} elements "
+                                      f"on axis {axis}")
+
+        def piece(key, axis=axis):
+            full = [slice(None)] * a.ndim
+            full[axis] = key
+            return a[tuple(full)]
+
+        def block(width, side, axis=axis, n=n):
+            if mode == "constant":
+                shape = list(a.shape)
+                shape[axis] = width
+                fill = values[axis][side]
+                return functions.full(shape, fill, a.dtype, session=a.session)
+            if mode == "edge":
+                edge = piece(slice(0, 1) if side == 0 else slice(n - 1, n))
+                shape = list(a.shape)
+                shape[axis] = width
+                return functions.broadcast_to(edge, shape)
+            if mode == "wrap":
+                return piece(slice(n - width, n) if side == 0 else slice(0, width))
+            if mode == "reflect":
+                return functions.flip(piece(slice(1, width + 1) if side == 0
+                                            else slice(n - 1 - width, n - 1)), axis)
+            return functions.flip(piece(slice(0, width) if side == 0 else slice(n - width, n)),
+                                  axis)
+
+        parts = ([block(before, 0)] if before else []) + [a] + (
+            [block(after, 1)] if after else [])
+        a = functions.concatenate(parts, axis=axis)
+    return a if a is not array else a.copy()
+
+
+def append(arr, values, axis=None):
+    """numpy.append: concatenated (flattened first when axis is None)."""
+    from gpuflow import functions
+
+    arr, values = _remotes((arr, values))
+    if axis is None:
+        arr, values, axis = arr.reshape(-1), values.reshape(-1), 0
+    return functions.concatenate([arr, values], axis=axis)
+
+
+def resize(a, new_shape):
+    """numpy.resize: the flattened data repeated (or cut) to the new shape."""
+    from gpuflow import functions
+
+    a = _remote(a)
+    shape = (operator.index(new_shape),) if isinstance(new_shape, (int, np.integer)) else tuple(
+        operator.index(d) for d in new_shape)
+    if any(d < 0 for d in shape):
+        raise ValueError("all elements of `new_shape` must be non-negative")
+    n = math.prod(shape)
+    if a.size == 0 or n == 0:
+        return functions.zeros(shape, a.dtype, session=a.session)
+    flat = a.reshape(-1)
+    repeats = -(-n // a.size)
+    return tile(flat, repeats)[:n].reshape(shape)
+
+
+def indices(dimensions, dtype=int, sparse=False, *, session=None):
+    """numpy.indices: the index grids of an array of shape ``dimensions``."""
+    from gpuflow import functions
+
+    dims = tuple(operator.index(d) for d in dimensions)
+    session = session_of((), session)
+    grids = []
+    for i, d in enumerate(dims):
+        shape = [1] * len(dims)
+        shape[i] = d
+        grids.append(functions.arange(d, dtype=dtype, session=session).reshape(shape))
+    if sparse:
+        return tuple(grids)
+    if not dims:
+        return functions.zeros((0,), dtype, session=session)
+    return functions.stack([functions.broadcast_to(g, dims) for g in grids])
+
+
 __all__ = [
+    "append", "fliplr", "flipud", "indices", "pad", "resize", "rot90",
     "array_split", "ascontiguousarray", "asfortranarray", "atleast_1d", "atleast_2d",
     "atleast_3d", "broadcast", "broadcast_arrays", "column_stack", "copy", "diag", "diagonal",
     "dsplit", "dstack", "hsplit", "hstack", "repeat", "roll", "rollaxis", "row_stack", "split",

@@ -600,7 +600,99 @@ def isreal(x):
     return apply("full", (True,), {"shape": list(x.shape)}, session=x.session)
 
 
+# ---- more of NumPy's compositions --------------------------------------------------------
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """numpy.trapezoid (trapz): sum(d * (y[1:] + y[:-1]) / 2) along axis."""
+    y = _remote(y)
+    axis = _inference.normalize_axis(axis, y.ndim)
+    if x is None:
+        d = dx
+    else:
+        x = _remote(x, y.session)
+        if x.ndim == 1:
+            d = diff(x)
+            shape = [1] * y.ndim
+            shape[axis] = d.shape[0]
+            d = d.reshape(shape)
+        else:
+            d = diff(x, axis=axis)
+    upper = y[_along(y.ndim, axis, slice(1, None))]
+    lower = y[_along(y.ndim, axis, slice(None, -1))]
+    return reduce("sum", d * (upper + lower) / 2.0, axis)
+
+
+trapz = trapezoid
+
+
+def sinc(x):
+    """numpy.sinc: sin(pi x) / (pi x), NumPy's formula (1 at 0)."""
+    x = _remote(x)
+    y = math.pi * apply("where", (x == 0, np.float64(1.0e-20), x))
+    return apply("sin", (y,)) / y
+
+
+def select(condlist, choicelist, default=0):
+    """numpy.select: the first choice whose condition holds, else default."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if not condlist:
+        raise ValueError("select with an empty condition list is not possible")
+    session = session_of(list(condlist) + list(choicelist) + [default])
+    conds = [_remote(c, session) for c in condlist]
+    for i, c in enumerate(conds):
+        if c._expr.dtype != "bool":
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    choices = [_remote(c, session) for c in choicelist]
+    fallback = default if isinstance(default, RemoteArray) else np.asarray(default)
+    if isinstance(fallback, np.ndarray) and fallback.ndim == 0:
+        fallback = fallback[()]  # a numpy scalar: strong, as NumPy's asarray(default)
+    result = fallback
+    for c, v in zip(reversed(conds), reversed(choices)):
+        result = apply("where", (c, v, result))
+    types = [type_of(v) for v in choices] + [type_of(fallback)]
+    dtype = _inference.promote_types([_inference.Type(t.dtype, ()) for t in types])
+    shape = _inference.broadcast_shapes(*([c.shape for c in conds] + [v.shape for v in choices]))
+    from gpuflow import functions
+
+    return functions.broadcast_to(cast(result, dtype), shape)
+
+
+def putmask(a, mask, values):
+    """numpy.putmask: rebinds ``a`` to ``values`` where ``mask`` (values of
+    a's shape, or one value; NumPy's cyclic repetition needs a gather)."""
+    if not isinstance(a, RemoteArray):
+        raise TypeError("putmask: first argument must be a gpuflow array")
+    v = values if _inference_shape(values) in ((), (1,), a.shape) else None
+    if v is None:
+        raise NotImplementedError("putmask repeats values cyclically, which needs a gather op "
+                                  "gpuflow does not have; pass values of a's shape or one value")
+    if _inference_shape(v) == (1,):
+        v = np.asarray(v).reshape(()) if not isinstance(v, RemoteArray) else v.reshape(())
+    if isinstance(v, (bool, int, float, np.generic)):
+        v = _inference.convert_scalar(v, a._expr.dtype)
+    else:
+        v = cast(_remote(v, a.session), a._expr.dtype)
+    a._expr = apply("where", (mask, v, a))._expr
+
+
+def _inference_shape(v):
+    return v.shape if isinstance(v, RemoteArray) else np.shape(v)
+
+
+def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    """numpy.isin: whether each element is among the test elements, as one
+    reduction over them (O(element.size * test_elements.size))."""
+    session = session_of((element, test_elements))
+    e = _remote(element, session)
+    t = _remote(test_elements, session).reshape(-1)
+    hits = reduce("any", e.reshape(e.shape + (1,)) == t, -1)
+    return apply("logical_not", (hits,)) if invert else hits
+
+
 __all__ = [
+    "isin", "putmask", "select", "sinc", "trapezoid", "trapz",
     "allclose", "angle", "array_equal", "array_equiv", "average", "convolve", "correlate",
     "count_nonzero", "diff", "ediff1d", "gradient", "imag", "interp", "iscomplex",
     "iscomplexobj", "isclose", "isreal", "isrealobj", "nan_to_num", "nancumprod", "nancumsum",

@@ -357,6 +357,13 @@ def _signbit(x):
     return _or(x < 0, _and(x == 0, apply("reciprocal", (x,)) < 0))
 
 
+def _positive(x):
+    if _inference.promote_types([type_of(x)]) == "bool":
+        raise TypeError("ufunc 'positive' did not contain a loop with signature matching types "
+                        "<class 'numpy.dtype[bool_]'> -> None")
+    return cast(x, _inference.promote_types([type_of(x)]))
+
+
 def _isfinite(x):
     return _not(_or(_isnan(x), _isinf(x)))
 
@@ -510,7 +517,7 @@ _COMPOSED_UNARY = {
     "cbrt": _in_float64(_cbrt), "rad2deg": _scaled(180.0 / math.pi),
     "degrees": _scaled(180.0 / math.pi), "deg2rad": _scaled(math.pi / 180.0),
     "radians": _scaled(math.pi / 180.0), "fabs": _fabs, "rint": _rint, "trunc": _trunc,
-    "conjugate": _conjugate,
+    "conjugate": _conjugate, "positive": _positive,
 }
 _COMPOSED_PREDICATES = {"signbit": _signbit, "isfinite": _isfinite}
 _COMPOSED_BINARY = {

@@ -495,8 +495,9 @@ def can_cast(from_, to, casting="safe"):
 
 
 # The NumPy functions composed in their own modules, and CuPy's ndarray names.
-from gpuflow import _ranges, _shapes, _stats  # noqa: E402
+from gpuflow import _products, _ranges, _shapes, _stats  # noqa: E402
 from gpuflow import random  # noqa: E402,F401 - gpuflow.random, CuPy's cupy.random
+from gpuflow._products import *  # noqa: E402,F401,F403
 from gpuflow._ranges import *  # noqa: E402,F401,F403
 from gpuflow._shapes import *  # noqa: E402,F401,F403
 from gpuflow._stats import *  # noqa: E402,F401,F403
@@ -504,7 +505,8 @@ from gpuflow._stats import *  # noqa: E402,F401,F403
 ndarray = RemoteArray
 
 __all__ = sorted(
-    list(UFUNCS) + list(ALIASES) + _ranges.__all__ + _shapes.__all__ + _stats.__all__ + [
+    list(UFUNCS) + list(ALIASES) + _products.__all__ + _ranges.__all__ + _shapes.__all__
+    + _stats.__all__ + [
         "all", "amax", "amin", "any", "arange", "array", "argmax", "argmin", "around", "asarray",
         "broadcast_to", "can_cast", "clip", "concatenate", "cumprod", "cumsum", "dot", "empty",
         "empty_like", "expand_dims", "flip", "full", "full_like", "log_softmax", "logsumexp",
