@@ -4,9 +4,6 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <optional>
 #include <utility>
 
@@ -17,15 +14,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
+#include "server/reloadable_file.h"
 #include "server/retry_hint.h"
 #include "server/tenants_file.pb.h"
 
 namespace gpuflow::server {
 
 namespace {
-
-// Larger files are refused: a tokens file lists tenants, not data.
-constexpr int64_t kMaxTokensFileBytes = int64_t{1} << 20;
 
 bool ValidTenantName(absl::string_view name) {
   if (name.empty() || name.size() > 64) return false;
@@ -44,26 +39,6 @@ bool ParseDigest(absl::string_view hex, std::array<uint8_t, 32>* digest) {
   const std::string bytes = absl::HexStringToBytes(hex);
   std::copy(bytes.begin(), bytes.end(), digest->begin());
   return true;
-}
-
-// The file's contents; at most kMaxTokensFileBytes.
-absl::StatusOr<std::string> ReadTokensFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--auth_tokens_file=", path, ": cannot read it: ", std::strerror(errno)));
-  }
-  std::string contents;
-  char buffer[16384];
-  while (file.read(buffer, sizeof(buffer)) || file.gcount() > 0) {
-    contents.append(buffer, static_cast<size_t>(file.gcount()));
-    if (static_cast<int64_t>(contents.size()) > kMaxTokensFileBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("--auth_tokens_file=", path,
-                                                     ": larger than 1 MiB; it should list "
-                                                     "tenants and the SHA-256 of their tokens"));
-    }
-  }
-  return contents;
 }
 
 }  // namespace
@@ -250,16 +225,16 @@ std::vector<std::string> LockoutWarnings(const std::vector<std::shared_ptr<Tenan
 
 absl::StatusOr<std::unique_ptr<TenantDirectory>> TenantDirectory::Load(std::string path,
                                                                        TenantLimits defaults) {
-  absl::StatusOr<std::string> contents = ReadTokensFile(path);
+  absl::StatusOr<std::string> contents = ReadSmallFile("auth_tokens_file", path);
   if (!contents.ok()) return contents.status();
   absl::StatusOr<std::vector<TenantEntry>> entries = ParseTenantsFile(*contents, defaults);
   if (!entries.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--auth_tokens_file=", path, ": ", entries.status().message()));
   }
-  auto directory = std::unique_ptr<TenantDirectory>(new TenantDirectory(std::move(path), defaults));
+  auto directory = std::unique_ptr<TenantDirectory>(
+      new TenantDirectory(std::move(path), defaults, *std::move(contents)));
   absl::MutexLock lock(&directory->mu_);
-  directory->in_force_ = directory->last_seen_ = *std::move(contents);
   Reload ignored;
   directory->Apply(*std::move(entries), &ignored);
   return directory;
@@ -292,16 +267,11 @@ AuthResult TenantDirectory::Authenticate(absl::Span<const absl::string_view> aut
 
 TenantDirectory::Reload TenantDirectory::ReloadIfChanged() {
   Reload reload;
-  absl::StatusOr<std::string> contents = ReadTokensFile(path_);
+  absl::StatusOr<std::string> contents = ReadSmallFile("auth_tokens_file", path_);
   // What the file holds now, or why it cannot be read.
-  const std::string seen =
-      contents.ok() ? *contents : absl::StrCat("\x01unreadable: ", contents.status().message());
+  const std::string seen = contents.ok() ? *contents : UnreadableFingerprint(contents.status());
   absl::MutexLock lock(&mu_);
-  if (seen == in_force_) {
-    last_seen_ = seen;
-    reported_.clear();
-    return reload;
-  }
+  if (tracker_.InForce(seen)) return reload;
   absl::Status status = contents.status();
   absl::StatusOr<std::vector<TenantEntry>> entries;
   if (status.ok()) {
@@ -312,20 +282,13 @@ TenantDirectory::Reload TenantDirectory::ReloadIfChanged() {
     }
   }
   if (status.ok()) {
-    in_force_ = last_seen_ = seen;
-    reported_.clear();
+    tracker_.Applied(seen);
     reload.changed = true;
     Apply(*std::move(entries), &reload);
-    return reload;
+  } else if (tracker_.ShouldReport(seen)) {
+    reload.changed = true;
+    reload.status = status;
   }
-  // A bad file is reported once it has stayed the same for two looks: one
-  // caught halfway through being written is not an error yet.
-  const bool settled = seen == last_seen_;
-  last_seen_ = seen;
-  if (!settled || seen == reported_) return reload;
-  reported_ = seen;
-  reload.changed = true;
-  reload.status = status;
   return reload;
 }
 

@@ -46,6 +46,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "server/memory_budget.h"
+#include "server/reloadable_file.h"
 
 namespace gpuflow::server {
 
@@ -205,19 +206,16 @@ class TenantDirectory {
     std::array<uint8_t, 32> token_sha256;
     std::shared_ptr<Tenant> tenant;
   };
-  TenantDirectory(std::string path, TenantLimits defaults)
-      : path_(std::move(path)), defaults_(defaults) {}
+  TenantDirectory(std::string path, TenantLimits defaults, std::string contents)
+      : path_(std::move(path)), defaults_(defaults), tracker_(std::move(contents)) {}
   // Puts `entries` in force; fills what changed.
   void Apply(std::vector<TenantEntry> entries, Reload* reload) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
   const TenantLimits defaults_;
   mutable absl::Mutex mu_;
-  // The file's contents in force; at the last look (or why it could not be
-  // read); and the last bad contents reported (each is reported once).
-  std::string in_force_ ABSL_GUARDED_BY(mu_);
-  std::string last_seen_ ABSL_GUARDED_BY(mu_);
-  std::string reported_ ABSL_GUARDED_BY(mu_);
+  // The file's contents in force, and which bad ones to report.
+  ReloadTracker tracker_ ABSL_GUARDED_BY(mu_);
   std::vector<Credential> credentials_ ABSL_GUARDED_BY(mu_);
 };
 

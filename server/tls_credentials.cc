@@ -12,19 +12,17 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/reloadable_file.h"
 
 namespace gpuflow::server {
 
 namespace {
 
-// PEM files are small; anything larger is not what the flag should name.
-constexpr size_t kMaxPemBytes = size_t{1} << 20;
 // How often gRPC's watcher looks at the staged files (its minimum).
 constexpr unsigned int kStagedRefreshSeconds = 1;
 
@@ -84,24 +82,6 @@ std::string Subject(X509* certificate) {
   char* data = nullptr;
   const long size = BIO_get_mem_data(bio.get(), &data);
   return size > 0 ? std::string(data, static_cast<size_t>(size)) : std::string("?");
-}
-
-absl::StatusOr<std::string> ReadPem(absl::string_view flag, const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--", flag, "=", path, ": cannot read it: ", std::strerror(errno)));
-  }
-  std::string contents;
-  char buffer[16384];
-  while (file.read(buffer, sizeof(buffer)) || file.gcount() > 0) {
-    contents.append(buffer, static_cast<size_t>(file.gcount()));
-    if (contents.size() > kMaxPemBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, "=", path, ": larger than 1 MiB, not a PEM file"));
-    }
-  }
-  return contents;
 }
 
 // The flag and path, for messages about one file.
@@ -196,21 +176,24 @@ absl::StatusOr<TlsMaterial> CheckTlsMaterial(std::string key_pem, std::string ch
 }
 
 absl::StatusOr<TlsMaterial> ReadTlsFiles(const TlsFiles& files) {
-  absl::StatusOr<std::string> chain = ReadPem("tls_cert_file", files.cert_file);
+  absl::StatusOr<std::string> chain = ReadSmallFile("tls_cert_file", files.cert_file);
   if (!chain.ok()) return chain.status();
-  absl::StatusOr<std::string> key = ReadPem("tls_key_file", files.key_file);
+  absl::StatusOr<std::string> key = ReadSmallFile("tls_key_file", files.key_file);
   if (!key.ok()) return key.status();
   std::string ca;
   if (!files.client_ca_file.empty()) {
-    absl::StatusOr<std::string> read = ReadPem("tls_client_ca_file", files.client_ca_file);
+    absl::StatusOr<std::string> read = ReadSmallFile("tls_client_ca_file", files.client_ca_file);
     if (!read.ok()) return read.status();
     ca = *std::move(read);
   }
   return Check(*std::move(key), *std::move(chain), std::move(ca), files);
 }
 
-TlsCredentials::TlsCredentials(TlsFiles files, int identity_fd, int ca_fd)
-    : files_(std::move(files)), identity_fd_(identity_fd), ca_fd_(ca_fd) {}
+TlsCredentials::TlsCredentials(TlsFiles files, int identity_fd, int ca_fd, std::string in_force)
+    : files_(std::move(files)),
+      identity_fd_(identity_fd),
+      ca_fd_(ca_fd),
+      tracker_(std::move(in_force)) {}
 
 TlsCredentials::~TlsCredentials() {
   credentials_.reset();
@@ -240,7 +223,9 @@ absl::StatusOr<std::unique_ptr<TlsCredentials>> TlsCredentials::Create(TlsFiles 
   // The certificate provider is gRPC core: it needs the library initialised
   // (undone by the destructor).
   grpc_init();
-  auto tls = std::unique_ptr<TlsCredentials>(new TlsCredentials(files, *identity_fd, ca_fd));
+  auto tls = std::unique_ptr<TlsCredentials>(new TlsCredentials(
+      files, *identity_fd, ca_fd,
+      Fingerprint(material->key_pem, material->chain_pem, material->client_ca_pem)));
   tls->provider_ = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
       FdPath(tls->identity_fd_), FdPath(tls->identity_fd_), FdPath(tls->ca_fd_),
       kStagedRefreshSeconds);
@@ -254,8 +239,6 @@ absl::StatusOr<std::unique_ptr<TlsCredentials>> TlsCredentials::Create(TlsFiles 
   }
   tls->credentials_ = grpc::experimental::TlsServerCredentials(options);
   absl::MutexLock lock(&tls->mu_);
-  tls->in_force_ = tls->last_seen_ =
-      Fingerprint(material->key_pem, material->chain_pem, material->client_ca_pem);
   tls->description_ = material->description;
   tls->expired_ = material->expired;
   return tls;
@@ -284,20 +267,17 @@ absl::Status TlsCredentials::Stage(int fd, absl::string_view contents) {
 
 TlsCredentials::Reload TlsCredentials::ReloadIfChanged() {
   Reload reload;
-  absl::StatusOr<std::string> chain = ReadPem("tls_cert_file", files_.cert_file);
-  absl::StatusOr<std::string> key = ReadPem("tls_key_file", files_.key_file);
+  absl::StatusOr<std::string> chain = ReadSmallFile("tls_cert_file", files_.cert_file);
+  absl::StatusOr<std::string> key = ReadSmallFile("tls_key_file", files_.key_file);
   absl::StatusOr<std::string> ca = std::string();
-  if (!files_.client_ca_file.empty()) ca = ReadPem("tls_client_ca_file", files_.client_ca_file);
+  if (!files_.client_ca_file.empty())
+    ca = ReadSmallFile("tls_client_ca_file", files_.client_ca_file);
   absl::Status status = !chain.ok() ? chain.status() : !key.ok() ? key.status() : ca.status();
   // What the files hold now (raw, valid or not), or why they cannot be read.
-  const std::string seen = status.ok() ? Fingerprint(*key, *chain, *ca)
-                                       : absl::StrCat("\x01unreadable: ", status.message());
+  const std::string seen =
+      status.ok() ? Fingerprint(*key, *chain, *ca) : UnreadableFingerprint(status);
   absl::MutexLock lock(&mu_);
-  if (seen == in_force_) {
-    last_seen_ = seen;
-    reported_.clear();
-    return reload;
-  }
+  if (tracker_.InForce(seen)) return reload;
   absl::StatusOr<TlsMaterial> material = absl::UnknownError("not read");
   if (status.ok()) {
     material = Check(*std::move(key), *std::move(chain), *std::move(ca), files_);
@@ -306,23 +286,16 @@ TlsCredentials::Reload TlsCredentials::ReloadIfChanged() {
   if (material.ok() && ca_fd_ >= 0) status = Stage(ca_fd_, material->client_ca_pem);
   if (material.ok() && status.ok()) status = Stage(identity_fd_, IdentityFile(*material));
   if (material.ok() && status.ok()) {
-    in_force_ = last_seen_ = seen;
-    reported_.clear();
+    tracker_.Applied(seen);
     description_ = material->description;
     expired_ = material->expired;
     reload.changed = true;
     reload.description = material->description;
     reload.expired = material->expired;
-    return reload;
+  } else if (tracker_.ShouldReport(seen)) {
+    reload.changed = true;
+    reload.status = status;
   }
-  // Files that do not go together are reported once they have stayed so
-  // for two looks: a rotation caught between its files is not an error.
-  const bool settled = seen == last_seen_;
-  last_seen_ = seen;
-  if (!settled || seen == reported_) return reload;
-  reported_ = seen;
-  reload.changed = true;
-  reload.status = status;
   return reload;
 }
 

@@ -39,6 +39,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "server/reloadable_file.h"
 
 namespace gpuflow::server {
 
@@ -104,7 +105,7 @@ class TlsCredentials {
   Reload ReloadIfChanged();
 
  private:
-  TlsCredentials(TlsFiles files, int identity_fd, int ca_fd);
+  TlsCredentials(TlsFiles files, int identity_fd, int ca_fd, std::string in_force);
   // Writes `contents` to a new memfd and puts it in place of `fd`.
   static absl::Status Stage(int fd, absl::string_view contents);
 
@@ -116,11 +117,8 @@ class TlsCredentials {
   std::shared_ptr<grpc::ServerCredentials> credentials_;
 
   mutable absl::Mutex mu_;
-  // The raw files in force, at the last look (valid or not) and last
-  // reported as bad (each bad set is reported once).
-  std::string in_force_ ABSL_GUARDED_BY(mu_);
-  std::string last_seen_ ABSL_GUARDED_BY(mu_);
-  std::string reported_ ABSL_GUARDED_BY(mu_);
+  // The raw files in force, and which bad sets to report.
+  ReloadTracker tracker_ ABSL_GUARDED_BY(mu_);
   std::string description_ ABSL_GUARDED_BY(mu_);
   bool expired_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -4,8 +4,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <optional>
-#include <sstream>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -101,15 +101,11 @@ absl::StatusOr<TlsOptions> TlsOptions::FromFiles(const std::string& root_certifi
     if (path.empty()) return absl::OkStatus();
     std::ifstream file(path, std::ios::binary);
     if (!file) {
-      const int error = errno;
-      const std::string message = absl::StrCat("cannot read ", path, ": ", std::strerror(error));
-      if (error == ENOENT) return absl::NotFoundError(message);
-      if (error == EACCES) return absl::PermissionDeniedError(message);
-      return absl::InvalidArgumentError(message);
+      const int error_number = errno;
+      return absl::Status(absl::ErrnoToStatusCode(error_number),
+                          absl::StrCat("cannot read ", path, ": ", std::strerror(error_number)));
     }
-    std::ostringstream contents;
-    contents << file.rdbuf();
-    *out = contents.str();
+    out->assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
     return absl::OkStatus();
   };
   TlsOptions tls;
