@@ -534,6 +534,7 @@ int main(int argc, char** argv) {
                         .backend = std::string((*backend)->name()),
                         .device = (*backend)->device_description(),
                         .cuda = GPUFLOW_CUDA_VERSION});
+  metrics.SetLimits(session_options.max_sessions, session_options.max_total_bytes);
   // Why the server stops: a signal, or a sticky device error.
   StopRequest stop;
   gpuflow::server::HealthMonitor health_monitor(

@@ -6,7 +6,7 @@
 //
 // Like PostgreSQL with its data directory, the check is of the directory
 // itself: put it in a subdirectory of a volume whose own mode is loose
-// (a Kubernetes emptyDir is world-writable), as deploy/gpuflow.yaml does.
+// (a Kubernetes emptyDir is world-writable), as deploy/base does.
 #ifndef GPUFLOW_SERVER_PRIVATE_DIRECTORY_H_
 #define GPUFLOW_SERVER_PRIVATE_DIRECTORY_H_
 

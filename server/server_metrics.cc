@@ -289,6 +289,21 @@ void ServerMetrics::SetBuildInfo(const BuildInfo& info) {
       .Set(1);
 }
 
+void ServerMetrics::SetLimits(int64_t max_sessions, int64_t max_memory_bytes) {
+  prometheus::BuildGauge()
+      .Name("gpuflow_sessions_max")
+      .Help("Most sessions open at once (--max_sessions).")
+      .Register(*registry_)
+      .Add({})
+      .Set(static_cast<double>(max_sessions));
+  prometheus::BuildGauge()
+      .Name("gpuflow_memory_limit_bytes")
+      .Help("Most bytes all sessions may hold together (--max_memory_bytes).")
+      .Register(*registry_)
+      .Add({})
+      .Set(static_cast<double>(max_memory_bytes));
+}
+
 void ServerMetrics::RecordRpc(RpcMethod method, grpc::StatusCode code, double seconds,
                               const std::string& tenant) {
   const int m = static_cast<int>(method);

@@ -113,6 +113,11 @@ class ServerMetrics {
   // gpuflow_build_info{...} 1. Call once.
   void SetBuildInfo(const BuildInfo& info);
 
+  // gpuflow_sessions_max and gpuflow_memory_limit_bytes: the server's
+  // --max_sessions and --max_memory_bytes, so alerts compare against the
+  // limits a worker really has. Call once.
+  void SetLimits(int64_t max_sessions, int64_t max_memory_bytes);
+
   // One finished RPC of `tenant` ("": no tenant label, a server without
   // auth or a caller it refused).
   void RecordRpc(RpcMethod method, grpc::StatusCode code, double seconds,

@@ -294,8 +294,8 @@ def test_alert_rules_evaluate_cleanly_and_stay_quiet(prometheus):
     _, base, _ = prometheus
     groups = _api(base, "rules")["data"]["groups"]
     rules = [r for g in groups for r in g["rules"]]
-    assert {g["name"] for g in groups} == {"gpuflow", "gpuflow-limits"}
-    assert len(rules) == 12
+    assert {g["name"] for g in groups} == {"gpuflow"}
+    assert len(rules) == 11
     for r in rules:
         assert r["health"] == "ok", (r["name"], r.get("lastError"))
     active = [a for a in _api(base, "alerts")["data"]["alerts"]]

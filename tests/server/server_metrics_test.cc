@@ -139,6 +139,12 @@ TEST_F(ServerMetricsTest, TransferBytes) {
   EXPECT_THAT(text, HasSubstr("gpuflow_transfer_bytes_total{direction=\"download\"} 12\n"));
 }
 
+TEST_F(ServerMetricsTest, LimitsAreExported) {
+  metrics_.SetLimits(64, int64_t{80} << 30);
+  EXPECT_THAT(Scrape(), HasSubstr("gpuflow_sessions_max 64\n"));
+  EXPECT_THAT(Scrape(), HasSubstr("gpuflow_memory_limit_bytes 85899345920\n"));
+}
+
 TEST_F(ServerMetricsTest, BuildInfoLabelsAreEscaped) {
   metrics_.SetBuildInfo(
       {.version = "0.1.0", .backend = "cuda", .device = "GPU \"0\"", .cuda = "12.4.1"});
