@@ -107,24 +107,30 @@ def test_shutdown_exits_in_time_even_inside_one_long_step(make_server):
     client.close()
 
 
-def slow_download(stub, session_id, name, chunk_bytes, pause, on_first=None):
-    """Reads a download a chunk at a time, pausing between chunks; returns the
-    bytes received, or raises the stream's error."""
+def slow_download(stub, session_id, name, chunk_bytes, pause, on_first=None, slow_for=None):
+    """Reads a download a chunk at a time, pausing between chunks (for the
+    first `slow_for` seconds only, when given: then it reads the rest at
+    once); returns the bytes received, or raises the stream's error."""
     stream = stub.DownloadArray(
         service_pb2.DownloadArrayRequest(session_id=session_id, name=name, chunk_bytes=chunk_bytes),
         timeout=60)
+    start = time.monotonic()
     received = 0
     for i, message in enumerate(stream):
         if message.WhichOneof("message") == "chunk":
             received += len(message.chunk)
             if i == 1 and on_first is not None:
                 on_first()
-            time.sleep(pause)
+            if slow_for is None or time.monotonic() - start < slow_for:
+                time.sleep(pause)
     return received
 
 
 # Regression: downloads did not reset the idle timer, so a 2 s-TTL session
-# expired during a 5 s download.
+# expired during a 5 s download. The client reads slowly for 3.5 s (so the
+# server sends for longer than the TTL), then drains the rest at once: what
+# gRPC buffered ahead of the reader (megabytes on loopback) must not count as
+# the session's idle time, since the server has long finished sending it.
 def test_a_long_download_keeps_its_session_alive(make_server):
     srv = make_server("--session_reap_interval=100ms")
     stub = service_pb2_grpc.GpuFlowStub(grpc.insecure_channel(srv.target))
@@ -133,7 +139,8 @@ def test_a_long_download_keeps_its_session_alive(make_server):
         with session:
             session.upload(np.zeros(64 * MiB, np.uint8), name="big")
             start = time.monotonic()
-            assert slow_download(stub, session.id, "big", 64 * 1024, 0.005) == 64 * MiB
+            assert slow_download(stub, session.id, "big", 64 * 1024, 0.005,
+                                 slow_for=3.5) == 64 * MiB
             assert time.monotonic() - start > 3, "the download was too fast to test the TTL"
             # Still alive: the download reset its idle timer as it went.
             assert [a.name for a in session.list()] == ["big"]
