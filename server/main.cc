@@ -352,8 +352,8 @@ void ApplyTokensReload(const gpuflow::server::TenantDirectory& tenants,
                     {"updated", absl::StrJoin(reload.updated, ",")},
                     {"removed", absl::StrJoin(removed, ",")},
                     {"sessions_closed", closed}});
-  for (const std::string& warning : gpuflow::server::LockoutWarnings(
-           tenants.tenants(), session_options.max_sessions, session_options.max_total_bytes)) {
+  for (const std::string& warning :
+       gpuflow::server::LockoutWarnings(tenants.tenants(), session_options.max_total_bytes)) {
     ServerLog().Warning(warning);
   }
 }
@@ -467,6 +467,12 @@ int main(int argc, char** argv) {
   }
   // One tenant must not learn from a refusal how much the others hold.
   session_options.hide_totals = tenants != nullptr;
+  // Nor take the last free sessions while other tenants hold none.
+  if (tenants != nullptr) {
+    session_options.tenant_count = [&tenants] {
+      return static_cast<int>(tenants->tenants().size());
+    };
+  }
   session_options.max_total_bytes = absl::GetFlag(FLAGS_max_memory_bytes).bytes;
   if (session_options.max_total_bytes <= 0) {
     session_options.max_total_bytes = DefaultMaxMemoryBytes(**backend);
@@ -482,8 +488,8 @@ int main(int argc, char** argv) {
                      {{"file", tenants->path()},
                       {"tenants", static_cast<int64_t>(names.size())},
                       {"names", absl::StrJoin(names, ",")}});
-    for (const std::string& warning : gpuflow::server::LockoutWarnings(
-             tenants->tenants(), session_options.max_sessions, session_options.max_total_bytes)) {
+    for (const std::string& warning :
+         gpuflow::server::LockoutWarnings(tenants->tenants(), session_options.max_total_bytes)) {
       ServerLog().Warning(warning);
     }
   }

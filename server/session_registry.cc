@@ -354,14 +354,35 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOp
   if (!stream.ok()) return stream.status();
 
   const Tenant* tenant = options.tenant.get();
+  const bool named_tenant = tenant != nullptr && !tenant->anonymous();
+  const int tenants = named_tenant && options_.tenant_count ? options_.tenant_count() : 0;
   absl::MutexLock lock(&mu_);
-  if (tenant != nullptr && !tenant->anonymous()) {
+  if (named_tenant) {
     const int limit = tenant->limits().max_sessions;
     const int open = sessions_per_tenant_[tenant];
     if (limit > 0 && open >= limit) {
       return MarkRetryable(absl::ResourceExhaustedError(
           absl::StrCat("too many sessions: ", tenant->Describe(), " has ", open,
                        " open, its max_sessions; close one, or retry when one closes or expires")));
+    }
+    // The last free sessions are kept for the tenants that hold none, so
+    // each can always open its first.
+    if (open > 0 && tenants > 1) {
+      int others_holding = 0;
+      for (const auto& [other, count] : sessions_per_tenant_) {
+        if (other != tenant && other != nullptr && !other->anonymous() && count > 0) {
+          ++others_holding;
+        }
+      }
+      const int others_without = std::max(0, tenants - 1 - others_holding);
+      const int free = options_.max_sessions - static_cast<int>(sessions_.size());
+      if (others_without > 0 && free <= others_without) {
+        return MarkRetryable(absl::ResourceExhaustedError(absl::StrCat(
+            "too many sessions: the server keeps its last free sessions for tenants that hold "
+            "none (",
+            tenant->Describe(), " has ", open,
+            " open); close one, or retry when one closes or expires")));
+      }
     }
   }
   if (static_cast<int>(sessions_.size()) >= options_.max_sessions) {

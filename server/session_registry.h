@@ -262,6 +262,12 @@ struct SessionRegistryOptions {
   bool hide_totals = false;
   // Arrays one session may hold at once.
   int max_arrays_per_session = 65536;
+  // How many tenants the server has now (the tokens file's; empty: none).
+  // With two or more, a tenant that holds a session already cannot take one
+  // of the last free sessions while other tenants hold none: each of them
+  // can always open its first, so one tenant never locks the others out of
+  // sessions, whatever its max_sessions.
+  std::function<int()> tenant_count;
   // Injected for tests; absl::Now by default.
   std::function<absl::Time()> clock;
 };

@@ -199,17 +199,11 @@ absl::StatusOr<std::vector<TenantEntry>> ParseTenantsFile(absl::string_view cont
 }
 
 std::vector<std::string> LockoutWarnings(const std::vector<std::shared_ptr<Tenant>>& tenants,
-                                         int server_max_sessions, int64_t server_max_memory_bytes) {
+                                         int64_t server_max_memory_bytes) {
   std::vector<std::string> warnings;
   if (tenants.size() < 2) return warnings;
   for (const std::shared_ptr<Tenant>& tenant : tenants) {
     const TenantLimits limits = tenant->limits();
-    if (limits.max_sessions <= 0 || limits.max_sessions >= server_max_sessions) {
-      warnings.push_back(absl::StrCat(
-          "tenant ", tenant->name(), " may open all ", server_max_sessions,
-          " sessions (--max_sessions) and lock the other tenants out: give it a max_sessions "
-          "below that in --auth_tokens_file"));
-    }
     if (server_max_memory_bytes > 0 &&
         (limits.max_memory_bytes <= 0 || limits.max_memory_bytes >= server_max_memory_bytes)) {
       warnings.push_back(

@@ -157,11 +157,13 @@ absl::StatusOr<std::vector<TenantEntry>> ParseTenantsFile(absl::string_view cont
 // SHA-256 of `data`; nullopt only when OpenSSL cannot allocate.
 std::optional<std::array<uint8_t, 32>> Sha256(absl::string_view data);
 
-// With several tenants, one line for each limit a tenant's own does not
-// keep below the server's (sessions, memory): that tenant alone could take
-// all of it and lock the others out. For the log, at start and on reload.
+// With several tenants, one line for each tenant whose own max_memory_bytes
+// does not keep it below the server's: that tenant alone could take all of
+// it and lock the others out. For the log, at start and on reload. (Sessions
+// need no warning: the registry keeps the last free ones for tenants that
+// hold none, SessionRegistryOptions::tenant_count.)
 std::vector<std::string> LockoutWarnings(const std::vector<std::shared_ptr<Tenant>>& tenants,
-                                         int server_max_sessions, int64_t server_max_memory_bytes);
+                                         int64_t server_max_memory_bytes);
 
 class TenantDirectory {
  public:

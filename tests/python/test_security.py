@@ -440,6 +440,27 @@ def test_tenant_session_limit_does_not_lock_others_out(make_server, tmp_path):
             s.close()
 
 
+# Regression (issue 14): one client opened all 64 sessions and locked
+# everyone else out. Tenants without a max_sessions of their own: the last
+# free sessions wait for the tenants that hold none.
+def test_a_tenant_without_limits_cannot_take_every_session(make_server, tmp_path):
+    path = tokens_file(tmp_path / "tokens.json", {"team-a": (TOKEN_A, {}),
+                                                  "team-b": (TOKEN_B, {})})
+    srv = make_server(f"--auth_tokens_file={path}", "--max_sessions=3")
+    with gpuflow.connect(srv.target, token=TOKEN_A) as a, gpuflow.connect(srv.target,
+                                                                         token=TOKEN_B) as b:
+        held = [a.session(), a.session()]
+        with pytest.raises(gpuflow.ResourceExhaustedError,
+                           match="keeps its last free sessions for tenants that hold none") as err:
+            a.session()
+        assert err.value.retry_after == 1.0
+        held.append(b.session())  # B still gets in
+        with pytest.raises(gpuflow.ResourceExhaustedError, match="--max_sessions"):
+            b.session()
+        for s in held:
+            s.close()
+
+
 def test_server_wide_limit_refusals_do_not_tell_what_others_hold(make_server, tmp_path):
     path = tokens_file(tmp_path / "tokens.json", {"team-a": (TOKEN_A, {}),
                                                   "team-b": (TOKEN_B, {})})
@@ -714,7 +735,8 @@ def test_warns_about_tenants_that_could_lock_the_others_out(make_server, tmp_pat
         "modest": (TOKEN_B, {"max_sessions": 4, "max_memory_bytes": 1 << 20}),
     })
     log = make_server(f"--auth_tokens_file={path}", "--max_sessions=8").log()
-    assert "tenant greedy may open all 8 sessions" in log
+    # Sessions need no warning: the last free ones wait for tenants that hold none.
+    assert "may open all" not in log
     assert "tenant greedy may take all" in log
     assert "tenant modest may" not in log
 

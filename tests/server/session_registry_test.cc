@@ -62,9 +62,10 @@ class SessionRegistryTest : public ::testing::Test {
 
   SessionRegistryTest() : backend_(CreateCpuBackend()) { MakeRegistry(/*max_sessions=*/4); }
 
-  void MakeRegistry(int max_sessions) {
+  void MakeRegistry(int max_sessions, std::function<int()> tenant_count = {}) {
     SessionRegistryOptions options;
     options.max_sessions = max_sessions;
+    options.tenant_count = std::move(tenant_count);
     options.default_memory_limit_bytes = kDefaultLimit;
     options.max_memory_limit_bytes = kMaxLimit;
     options.default_idle_ttl = kDefaultTtl;
@@ -612,6 +613,46 @@ TEST_F(SessionRegistryTest, TenantMaxSessionsLeavesRoomForOthers) {
   EXPECT_EQ(registry_->ExpireIdle(), 3);
   EXPECT_EQ(registry_->sessions_of(a.get()), 0);
   EXPECT_EQ(registry_->sessions_of(b.get()), 0);
+}
+
+// Regression (issue 14): one client opened all 64 sessions and locked
+// everyone else out. Without a max_sessions of its own, a tenant still cannot
+// take the last free sessions while other tenants hold none.
+TEST_F(SessionRegistryTest, TheLastFreeSessionsWaitForTenantsThatHoldNone) {
+  int tenants = 3;
+  MakeRegistry(/*max_sessions=*/4, [&tenants] { return tenants; });
+  auto a = std::make_shared<Tenant>("a", TenantLimits{});
+  auto b = std::make_shared<Tenant>("b", TenantLimits{});
+  auto c = std::make_shared<Tenant>("c", TenantLimits{});
+  ASSERT_THAT(registry_->Create(OfTenant(a)), IsOk());  // 3 free, b and c hold none
+  ASSERT_THAT(registry_->Create(OfTenant(a)), IsOk());  // 2 free
+  absl::StatusOr<std::shared_ptr<Session>> a3 = registry_->Create(OfTenant(a));
+  EXPECT_THAT(a3.status(),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("keeps its last free sessions for tenants that hold none")));
+  EXPECT_EQ(RetryAfter(a3.status()), absl::Seconds(1));
+  // A first session is always had while any is free.
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Session> b1, registry_->Create(OfTenant(b)));
+  EXPECT_THAT(registry_->Create(OfTenant(a)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted));  // 1 free, kept for c
+  EXPECT_THAT(registry_->Create(OfTenant(b)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  ASSERT_THAT(registry_->Create(OfTenant(c)), IsOk());  // the server is full
+  EXPECT_THAT(registry_->Create(OfTenant(c)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max_sessions")));
+  // With every tenant holding one, the rest go to whoever asks first.
+  EXPECT_THAT(registry_->Close(b1->id(), b.get()), IsOk());
+  tenants = 2;  // a reload removed c's entry... and c's sessions stay counted until closed
+  EXPECT_THAT(registry_->Create(OfTenant(a)), IsOk());
+  EXPECT_EQ(registry_->sessions_of(a.get()), 3);
+}
+
+TEST_F(SessionRegistryTest, WithoutTenantsNoSessionIsKeptBack) {
+  MakeRegistry(/*max_sessions=*/2, [] { return 0; });
+  for (int i = 0; i < 2; ++i) ASSERT_THAT(registry_->Create(SessionOptions{}), IsOk());
+  auto only = std::make_shared<Tenant>("only", TenantLimits{});
+  MakeRegistry(/*max_sessions=*/2, [] { return 1; });
+  for (int i = 0; i < 2; ++i) ASSERT_THAT(registry_->Create(OfTenant(only)), IsOk());
 }
 
 TEST_F(SessionRegistryTest, TenantLimitLoweredByAReloadAppliesToNewSessions) {
