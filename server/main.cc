@@ -469,9 +469,7 @@ int main(int argc, char** argv) {
   session_options.hide_totals = tenants != nullptr;
   // Nor take the last free sessions while other tenants hold none.
   if (tenants != nullptr) {
-    session_options.tenant_count = [&tenants] {
-      return static_cast<int>(tenants->tenants().size());
-    };
+    session_options.tenant_count = [&tenants] { return tenants->size(); };
   }
   session_options.max_total_bytes = absl::GetFlag(FLAGS_max_memory_bytes).bytes;
   if (session_options.max_total_bytes <= 0) {

@@ -12,9 +12,11 @@
 #define GPUFLOW_SERVER_MEMORY_BUDGET_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 
@@ -34,9 +36,17 @@ class MemoryBudget {
   MemoryBudget& operator=(const MemoryBudget&) = delete;
 
   // RESOURCE_EXHAUSTED, marked retryable (retry_hint.h), when the budget
-  // cannot hold `bytes` more.
-  absl::Status Take(int64_t bytes);
-  void Give(int64_t bytes);
+  // cannot hold `bytes` more. `owner` (a tenant; null: none) is what the
+  // bytes are counted for under a tenant reserve.
+  absl::Status Take(int64_t bytes, const void* owner = nullptr);
+  void Give(int64_t bytes, const void* owner = nullptr);
+  // Keeps memory for the tenants that hold little: with `tenants()` >= 2
+  // (the server's tenants now; called outside the budget's lock), each
+  // tenant's reserve is min(`reserve`, limit / tenants), and an owner that
+  // would go past its own reserve may not take bytes that every other
+  // tenant's unused reserve needs. So no tenant can lock another out of
+  // memory, whatever its own max_memory_bytes.
+  void set_tenant_reserve(std::function<int()> tenants, int64_t reserve);
   int64_t used() const;
   int64_t limit() const;
   // A new limit (a reloaded tenants file); bytes already taken stay taken,
@@ -49,6 +59,10 @@ class MemoryBudget {
   mutable absl::Mutex mu_;
   int64_t limit_ ABSL_GUARDED_BY(mu_);
   int64_t used_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<int()> tenants_;  // set before use, then read only
+  int64_t reserve_ = 0;
+  // Bytes by owner, while a tenant reserve is set.
+  absl::flat_hash_map<const void*, int64_t> by_owner_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gpuflow::server

@@ -72,7 +72,7 @@ absl::Status Session::TakeFromBudgets(int64_t bytes) {
     if (absl::Status s = owner_->memory().Take(bytes); !s.ok()) return s;
   }
   if (budget_ != nullptr) {
-    if (absl::Status s = budget_->Take(bytes); !s.ok()) {
+    if (absl::Status s = budget_->Take(bytes, owner_.get()); !s.ok()) {
       if (owner_ != nullptr) owner_->memory().Give(bytes);
       return s;
     }
@@ -82,7 +82,7 @@ absl::Status Session::TakeFromBudgets(int64_t bytes) {
 
 void Session::GiveToBudgets(int64_t bytes) {
   if (owner_ != nullptr) owner_->memory().Give(bytes);
-  if (budget_ != nullptr) budget_->Give(bytes);
+  if (budget_ != nullptr) budget_->Give(bytes, owner_.get());
 }
 
 absl::Status Session::TakeLocked(int64_t bytes) {
@@ -327,7 +327,13 @@ SessionRegistry::SessionRegistry(Backend& backend, SessionRegistryOptions option
         return std::move(options);
       }()),
       budget_(options_.max_total_bytes, "server memory exhausted (--max_memory_bytes)",
-              /*show_figures=*/!options_.hide_totals) {}
+              /*show_figures=*/!options_.hide_totals) {
+  // With tenants, each keeps a reserve of the server's memory (up to a
+  // default session quota), as each keeps a session.
+  if (options_.tenant_count) {
+    budget_.set_tenant_reserve(options_.tenant_count, options_.default_memory_limit_bytes);
+  }
+}
 
 absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOptions& options) {
   if (options.label.size() > 128) {

@@ -265,8 +265,10 @@ struct SessionRegistryOptions {
   // How many tenants the server has now (the tokens file's; empty: none).
   // With two or more, a tenant that holds a session already cannot take one
   // of the last free sessions while other tenants hold none: each of them
-  // can always open its first, so one tenant never locks the others out of
-  // sessions, whatever its max_sessions.
+  // can always open its first. And each tenant keeps a reserve of
+  // max_total_bytes, min(default_memory_limit_bytes, max_total_bytes /
+  // tenants), that the others cannot take (MemoryBudget). So one tenant
+  // never locks the others out, whatever its own limits.
   std::function<int()> tenant_count;
   // Injected for tests; absl::Now by default.
   std::function<absl::Time()> clock;

@@ -208,8 +208,9 @@ std::vector<std::string> LockoutWarnings(const std::vector<std::shared_ptr<Tenan
         (limits.max_memory_bytes <= 0 || limits.max_memory_bytes >= server_max_memory_bytes)) {
       warnings.push_back(
           absl::StrCat("tenant ", tenant->name(), " may take all ", server_max_memory_bytes,
-                       " bytes of --max_memory_bytes and lock the other tenants out: give it a "
-                       "max_memory_bytes below that in --auth_tokens_file"));
+                       " bytes of --max_memory_bytes but the other tenants' reserves (each the "
+                       "smaller of the default session quota and an equal share): give it a "
+                       "max_memory_bytes below that in --auth_tokens_file to share more evenly"));
     }
   }
   return warnings;
@@ -320,6 +321,11 @@ void TenantDirectory::Apply(std::vector<TenantEntry> entries, Reload* reload) {
   std::sort(reload->removed.begin(), reload->removed.end(),
             [](const auto& a, const auto& b) { return a->name() < b->name(); });
   credentials_ = std::move(credentials);
+}
+
+int TenantDirectory::size() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return static_cast<int>(credentials_.size());
 }
 
 std::vector<std::shared_ptr<Tenant>> TenantDirectory::tenants() const {

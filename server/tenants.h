@@ -159,9 +159,10 @@ std::optional<std::array<uint8_t, 32>> Sha256(absl::string_view data);
 
 // With several tenants, one line for each tenant whose own max_memory_bytes
 // does not keep it below the server's: that tenant alone could take all of
-// it and lock the others out. For the log, at start and on reload. (Sessions
-// need no warning: the registry keeps the last free ones for tenants that
-// hold none, SessionRegistryOptions::tenant_count.)
+// it but the other tenants' reserves (MemoryBudget::set_tenant_reserve), so
+// the others could use little. For the log, at start and on reload.
+// (Sessions need no warning: the registry keeps the last free ones for
+// tenants that hold none, SessionRegistryOptions::tenant_count.)
 std::vector<std::string> LockoutWarnings(const std::vector<std::shared_ptr<Tenant>>& tenants,
                                          int64_t server_max_memory_bytes);
 
@@ -201,6 +202,8 @@ class TenantDirectory {
 
   // The tenants in force, by name.
   std::vector<std::shared_ptr<Tenant>> tenants() const;
+  // How many tenants there are now (cheap: no copy).
+  int size() const;
   const std::string& path() const { return path_; }
 
  private:

@@ -461,6 +461,24 @@ def test_a_tenant_without_limits_cannot_take_every_session(make_server, tmp_path
             s.close()
 
 
+# Nor fill the server's memory: each tenant keeps a reserve of it, here
+# min(the default session quota, 1 MiB / 2 tenants) = 512 KiB.
+def test_a_tenant_without_limits_cannot_take_all_the_memory(make_server, tmp_path):
+    path = tokens_file(tmp_path / "tokens.json", {"team-a": (TOKEN_A, {}),
+                                                  "team-b": (TOKEN_B, {})})
+    srv = make_server(f"--auth_tokens_file={path}", "--max_memory_bytes=1MiB")
+    with gpuflow.connect(srv.target, token=TOKEN_A) as a, gpuflow.connect(srv.target,
+                                                                         token=TOKEN_B) as b:
+        with a.session() as sa, b.session() as sb:
+            sa.upload(np.zeros(400_000, np.uint8), name="x")
+            with pytest.raises(gpuflow.ResourceExhaustedError,
+                               match="kept for tenants that hold less than their share") as err:
+                sa.upload(np.zeros(200_000, np.uint8), name="y")
+            assert err.value.retry_after == 1.0
+            sb.upload(np.zeros(400_000, np.uint8), name="x")  # B still gets its share
+            assert sb.download("x").nbytes == 400_000
+
+
 def test_server_wide_limit_refusals_do_not_tell_what_others_hold(make_server, tmp_path):
     path = tokens_file(tmp_path / "tokens.json", {"team-a": (TOKEN_A, {}),
                                                   "team-b": (TOKEN_B, {})})

@@ -37,3 +37,5 @@ gpuflow_test(trace_context_test SRCS server/trace_context_test.cc
              DEPS gpuflow::server LABELS unit)
 gpuflow_test(reloadable_file_test SRCS server/reloadable_file_test.cc
              DEPS gpuflow::server gpuflow::testing LABELS unit)
+gpuflow_test(memory_budget_test SRCS server/memory_budget_test.cc
+             DEPS gpuflow::server gpuflow::testing LABELS unit)
