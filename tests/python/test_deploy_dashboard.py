@@ -15,8 +15,6 @@ return data.
 import json
 import math
 import re
-import shutil
-import subprocess
 import time
 import urllib.parse
 import urllib.request
@@ -27,6 +25,7 @@ import pytest
 import gpuflow
 from conftest import BACKEND, ROOT, Server
 from deploy_testing import documented_metrics, free_port, metric_names_in
+from prometheus_testing import real_prometheus
 
 DASHBOARD = ROOT / "deploy" / "grafana" / "gpuflow.json"
 RULES = ROOT / "deploy" / "prometheus" / "rules.yaml"
@@ -183,65 +182,38 @@ def _finite_values(result, result_type):
 def prometheus(tmp_path_factory):
     """(a gpuflowd with traffic done, Prometheus' base URL, the time the
     traffic was scraped by)."""
-    binary = shutil.which("prometheus")
-    if binary is None:
-        pytest.skip("prometheus not installed (Debian package prometheus; scripts/install_deps.sh)")
     tmp = tmp_path_factory.mktemp("prometheus")
     metrics_port = free_port()
     srv = Server(f"--metrics_port={metrics_port}", "--metrics_address=127.0.0.1",
                  f"--kernel_cache_dir={tmp / 'kernels'}")
-    web_port = free_port()
-    config = tmp / "prometheus.yml"
-    config.write_text(
-        "global:\n"
-        "  scrape_interval: 200ms\n"
-        "  scrape_timeout: 150ms\n"
-        "  evaluation_interval: 500ms\n"
-        f"rule_files: ['{RULES}']\n"
-        "scrape_configs:\n"
-        f"  - job_name: {JOB}\n"
-        "    static_configs:\n"
-        f"      - targets: ['127.0.0.1:{metrics_port}']\n"
-    )
-    log = open(tmp / "prometheus.log", "w")
-    proc = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp / 'data'}",
-         f"--web.listen-address=127.0.0.1:{web_port}", "--log.level=warn"],
-        stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{web_port}"
     client = None
     try:
-        def value(promql):
-            try:
-                reply = _api(base, "query", query=promql)
-            except OSError:
-                return None  # not listening yet
-            results = reply.get("data", {}).get("result", [])
-            return float(results[0]["value"][1]) if results else None
+        with real_prometheus(tmp, JOB, metrics_port, rule_files=[RULES],
+                             evaluation_interval="500ms") as (base, proc, log):
+            def value(promql):
+                try:
+                    reply = _api(base, "query", query=promql)
+                except OSError:
+                    return None  # not listening yet
+                results = reply.get("data", {}).get("result", [])
+                return float(results[0]["value"][1]) if results else None
 
-        deadline = time.monotonic() + 60
-        while value(f'up{{job="{JOB}"}}') != 1:
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp / "prometheus.log").read_text()
-            time.sleep(0.2)
-        client = gpuflow.connect(srv.target)
-        _traffic(client)
-        # Wait for a scrape that has all of it (the last call is an upload).
-        promql = f'sum(gpuflow_rpc_requests_total{{job="{JOB}", method="UploadArray"}})'
-        while value(promql) != 3:
-            assert time.monotonic() < deadline, (tmp / "prometheus.log").read_text()
-            time.sleep(0.2)
-        time.sleep(1.5)  # a few rule evaluations over the scraped traffic
-        yield srv, base, time.time()
+            deadline = time.monotonic() + 60
+            while value(f'up{{job="{JOB}"}}') != 1:
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            client = gpuflow.connect(srv.target)
+            _traffic(client)
+            # Wait for a scrape that has all of it (the last call is an upload).
+            promql = f'sum(gpuflow_rpc_requests_total{{job="{JOB}", method="UploadArray"}})'
+            while value(promql) != 3:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            time.sleep(1.5)  # a few rule evaluations over the scraped traffic
+            yield srv, base, time.time()
     finally:
         if client is not None:
             client.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
         assert srv.stop() == 0, srv.log()
 
 

@@ -28,6 +28,7 @@ import gpuflow
 from conftest import BACKEND
 from gpuflow import dtypes
 from gpuflow.v1 import service_pb2, service_pb2_grpc
+from prometheus_testing import real_prometheus
 
 SERVING, NOT_SERVING = b"\x08\x01", b"\x08\x02"
 
@@ -305,35 +306,15 @@ def test_session_gauges_and_expiry(make_server):
 
 
 def test_prometheus_scrapes_the_exact_request_count(make_server, tmp_path):
-    prometheus = shutil.which("prometheus")
-    if prometheus is None:
-        pytest.skip("prometheus not installed (Debian package prometheus; scripts/install_deps.sh)")
     srv = metrics_server(make_server)
-    web_port = free_port()
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
-        "global:\n"
-        "  scrape_interval: 200ms\n"
-        "  scrape_timeout: 150ms\n"
-        "scrape_configs:\n"
-        "  - job_name: gpuflowd\n"
-        "    static_configs:\n"
-        f"      - targets: ['127.0.0.1:{srv.metrics_port}']\n"
-    )
-    log = open(tmp_path / "prometheus.log", "w")
-    proc = subprocess.Popen(
-        [prometheus, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
-         f"--web.listen-address=127.0.0.1:{web_port}", "--log.level=warn"],
-        stdout=log, stderr=subprocess.STDOUT)
-    try:
+    with real_prometheus(tmp_path, "gpuflowd", srv.metrics_port) as (base, proc, log):
         n = 17
         with gpuflow.connect(srv.target) as c:
             for _ in range(n):
                 c.stub.GetServerInfo(service_pb2.GetServerInfoRequest())
 
         def query(promql):
-            url = f"http://127.0.0.1:{web_port}/api/v1/query?" + urllib.parse.urlencode(
-                {"query": promql})
+            url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
             try:
                 reply = json.loads(fetch(url)[1])
             except OSError:
@@ -350,22 +331,14 @@ def test_prometheus_scrapes_the_exact_request_count(make_server, tmp_path):
         seen = query(promql)
         while seen != n:
             assert seen is None or seen < n, seen
-            assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()
-            assert time.monotonic() < deadline, (tmp_path / "prometheus.log").read_text()
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
             seen = query(promql)
         time.sleep(0.5)  # a few more scrapes: still exactly n
         assert query(promql) == n
         assert query('up{job="gpuflowd"}') == 1
         assert query('sum(gpuflow_rpc_duration_seconds_count{method="GetServerInfo"})') == n
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def test_metrics_port_in_use_fails_start(make_server):
