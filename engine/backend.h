@@ -14,6 +14,7 @@
 #define GPUFLOW_ENGINE_BACKEND_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,6 +103,10 @@ struct RunOptions {
   // Checked between steps, and charged for intermediates; null: run to the
   // end with no bound but the backend's memory. Must outlive Run.
   RunControl* control = nullptr;
+  // Return once the work is queued, without waiting for it: the caller
+  // queues more (copies of the outputs), synchronises the stream, then reads
+  // RunResult::gpu_seconds_after_sync. Host steps and profiling still wait.
+  bool defer_sync = false;
 };
 
 struct StepTiming {
@@ -120,6 +125,9 @@ struct RunResult {
   int kernel_cache_hits = 0;
   // Device time of the whole plan; absent on the CPU backend.
   std::optional<double> gpu_seconds;
+  // Set instead of gpu_seconds when RunOptions::defer_sync was: gives the
+  // device time once the stream has been synchronised.
+  std::function<std::optional<double>()> gpu_seconds_after_sync;
   // Filled when RunOptions::profile is set.
   std::vector<StepTiming> steps;
 };

@@ -44,6 +44,55 @@ void ComputePool::Submit(const std::string& group, const std::string& key,
   if (new_key) g.order.push_back(key);
   queue_it->second.tasks.push_back(std::move(task));
   ++pending_;
+  ++queued_;
+}
+
+bool ComputePool::TryRunInline(const std::string& group, const std::string& key,
+                               absl::FunctionRef<void()> task) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || queued_ > 0 || running_inline_ >= size()) return false;
+    if (auto g = groups_.find(group); g != groups_.end()) {
+      if (!GroupMayStart(g->second)) return false;
+      auto q = g->second.queues.find(key);
+      if (q != g->second.queues.end() && q->second.running >= max_per_key_) return false;
+    }
+    Start(group, key);
+    ++pending_;
+    ++running_inline_;
+  }
+  task();
+  absl::MutexLock lock(&mu_);
+  --running_inline_;
+  End(group, key);
+  return true;
+}
+
+void ComputePool::Start(const std::string& group, const std::string& key) {
+  auto [group_it, new_group] = groups_.try_emplace(group);
+  if (new_group) group_order_.push_back(group);
+  Group& g = group_it->second;
+  auto [queue_it, new_key] = g.queues.try_emplace(key);
+  if (new_key) g.order.push_back(key);
+  ++queue_it->second.running;
+  ++g.running;
+}
+
+void ComputePool::End(const std::string& group_name, const std::string& key) {
+  auto group_it = groups_.find(group_name);
+  Group& group = group_it->second;
+  auto queue_it = group.queues.find(key);
+  --queue_it->second.running;
+  --group.running;
+  --pending_;
+  if (queue_it->second.running == 0 && queue_it->second.tasks.empty()) {
+    group.queues.erase(queue_it);
+    group.order.erase(std::find(group.order.begin(), group.order.end(), key));
+  }
+  if (group.queues.empty()) {
+    groups_.erase(group_it);
+    group_order_.erase(std::find(group_order_.begin(), group_order_.end(), group_name));
+  }
 }
 
 int ComputePool::pending() const {
@@ -106,26 +155,13 @@ void ComputePool::Work() {
       Queue& queue = group.queues[key];
       task = std::move(queue.tasks.front());
       queue.tasks.pop_front();
-      ++queue.running;
-      ++group.running;
+      --queued_;
+      Start(group_name, key);
     }
     task();
     task = nullptr;  // What the task holds is released outside the lock.
     absl::MutexLock lock(&mu_);
-    auto group_it = groups_.find(group_name);
-    Group& group = group_it->second;
-    auto queue_it = group.queues.find(key);
-    --queue_it->second.running;
-    --group.running;
-    --pending_;
-    if (queue_it->second.running == 0 && queue_it->second.tasks.empty()) {
-      group.queues.erase(queue_it);
-      group.order.erase(std::find(group.order.begin(), group.order.end(), key));
-    }
-    if (group.queues.empty()) {
-      groups_.erase(group_it);
-      group_order_.erase(std::find(group_order_.begin(), group_order_.end(), group_name));
-    }
+    End(group_name, key);
   }
 }
 

@@ -24,6 +24,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -51,6 +52,12 @@ class ComputePool {
   int max_per_key() const { return max_per_key_; }
   // 0: no bound.
   int max_per_group() const { return max_per_group_; }
+  // Runs `task` on the calling thread now, as a task of `group` and `key`,
+  // when that takes no turn from anyone: nothing is queued, the key and group
+  // are under their bounds, and fewer than size() tasks run this way at
+  // once. False (and `task` not run) otherwise, or when stopping.
+  bool TryRunInline(const std::string& group, const std::string& key,
+                    absl::FunctionRef<void()> task);
   // Tasks running or queued now.
   int pending() const;
   // Waits until no task runs or is queued, or `timeout` passes; true when
@@ -70,6 +77,10 @@ class ComputePool {
     int running = 0;
   };
   void Work();
+  // Counts a task of `group` and `key` as started, making either if new.
+  void Start(const std::string& group, const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts it as ended, forgetting a key or group with nothing left.
+  void End(const std::string& group, const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool GroupMayStart(const Group& group) const;
   // The group and key whose next task may start now, in round-robin order;
   // "" has no special meaning here. False when none.
@@ -83,6 +94,9 @@ class ComputePool {
   // Groups in turn order, likewise.
   std::deque<std::string> group_order_ ABSL_GUARDED_BY(mu_);
   int pending_ ABSL_GUARDED_BY(mu_) = 0;
+  // Of pending_, those not started yet.
+  int queued_ ABSL_GUARDED_BY(mu_) = 0;
+  int running_inline_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };

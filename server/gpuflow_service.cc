@@ -520,7 +520,8 @@ grpc::ServerUnaryReactor* GpuFlowService::DeleteArray(grpc::CallbackServerContex
 
 grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(
     grpc::CallbackServerContext* context, RpcObserver call, const std::string& session_id,
-    std::function<absl::Status(Session&, RunControl&, const CallerPermissions&)> work) {
+    std::function<absl::Status(Session&, RunControl&, const CallerPermissions&)> work,
+    const std::function<bool(const CallerPermissions&)>& may_run_inline) {
   call.set_session_id(session_id);
   if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
   absl::StatusOr<std::shared_ptr<Session>> session = FindSession(session_id, call.tenant().get());
@@ -535,21 +536,23 @@ grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(
   const std::string key = (*session)->id();
   // The session does not expire while its request waits or runs.
   auto running = std::make_shared<Session::RequestScope>(registry_.BeginRequest(*session));
+  const bool try_inline = may_run_inline != nullptr && may_run_inline(caller);
+  auto task = [this, context, reactor, observer, running, session = *std::move(session),
+               work = std::move(work), caller = std::move(caller)] {
+    absl::Status status;
+    {
+      RequestControl control(context, session.get(), options_.max_request_duration);
+      // A call cancelled while it queued does not start.
+      status = control.CheckContinue();
+      if (status.ok()) status = work(*session, control, caller);
+    }
+    status = EndedAs(context, status);
+    AddRetryHint(context, status);
+    reactor->Finish(observer->Finish(status));
+  };
+  if (try_inline && pool_.TryRunInline(group, key, task)) return reactor;
   // Tenants take turns, then their sessions.
-  pool_.Submit(group, key,
-               [this, context, reactor, observer, running, session = *std::move(session),
-                work = std::move(work), caller = std::move(caller)] {
-                 absl::Status status;
-                 {
-                   RequestControl control(context, session.get(), options_.max_request_duration);
-                   // A call cancelled while it queued does not start.
-                   status = control.CheckContinue();
-                   if (status.ok()) status = work(*session, control, caller);
-                 }
-                 status = EndedAs(context, status);
-                 AddRetryHint(context, status);
-                 reactor->Finish(observer->Finish(status));
-               });
+  pool_.Submit(group, key, std::move(task));
   return reactor;
 }
 
@@ -579,8 +582,9 @@ void GpuFlowService::ObserveCompiles(RpcMethod method, const std::string& sessio
 
 absl::Status GpuFlowService::ObservedExecute(Session& session, const v1::ExecuteRequest& request,
                                              v1::ExecuteResponse* response, RunControl& control,
-                                             const CallerPermissions& caller) {
-  absl::Status status = runner_.Execute(session, request, response, &control, caller);
+                                             const CallerPermissions& caller, const RequestKey* key,
+                                             CallTiming timing) {
+  absl::Status status = runner_.Execute(session, request, response, &control, caller, key, timing);
   if (!status.ok()) return status;
   const v1::Timings& timings = response->timings();
   if (telemetry_.metrics != nullptr) {
@@ -614,12 +618,23 @@ absl::Status GpuFlowService::ObservedBenchmark(Session& session,
 grpc::ServerUnaryReactor* GpuFlowService::Execute(grpc::CallbackServerContext* context,
                                                   const v1::ExecuteRequest* request,
                                                   v1::ExecuteResponse* response) {
-  auto work = [this, request, response](Session& session, RunControl& control,
-                                        const CallerPermissions& caller) {
-    return ObservedExecute(session, *request, response, control, caller);
+  const CallTiming timing{.received = absl::Now()};
+  // Made once the caller is known, and kept for the run.
+  auto key = std::make_shared<RequestKey>();
+  auto work = [this, request, response, key, timing](Session& session, RunControl& control,
+                                                     const CallerPermissions& caller) {
+    return ObservedExecute(session, *request, response, control, caller, key.get(), timing);
+  };
+  // A short repeated request runs here, without a hand-off to a compute
+  // thread and back.
+  auto may_run_inline = [this, request, key](const CallerPermissions& caller) {
+    *key = runner_.KeyOf(*request, caller);
+    if (options_.inline_max_run <= absl::ZeroDuration()) return false;
+    const std::optional<absl::Duration> last = runner_.LastRunTime(*key);
+    return last.has_value() && *last <= options_.inline_max_run;
   };
   return RunOnPool(context, RpcObserver(telemetry_, RpcMethod::kExecute), request->session_id(),
-                   std::move(work));
+                   std::move(work), may_run_inline);
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::Benchmark(grpc::CallbackServerContext* context,

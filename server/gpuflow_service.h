@@ -47,6 +47,10 @@ struct ServiceOptions {
   absl::Duration max_request_duration = absl::Minutes(10);
   // As GraphLimits::max_benchmark_repeats (reported in ServerInfo).
   int32_t max_benchmark_repeats = 100000;
+  // An Execute the request cache holds whose last run took at most this
+  // runs on the gRPC thread that received it, when the compute pool has
+  // nothing queued (no hand-off to a compute thread and back); zero: never.
+  absl::Duration inline_max_run = absl::Milliseconds(1);
 };
 
 // UploadArray is served raw (grpc::ByteBuffer in and out) so the service
@@ -117,17 +121,21 @@ class GpuFlowService final
   // Finds the session, then runs `work` on the compute pool and finishes the
   // call with its status.
   // The work gets the call's RequestControl (deadline, cancellation,
-  // quota for intermediates).
+  // quota for intermediates). `may_run_inline` (may be null) is asked once
+  // the caller is known: true runs the work on this thread instead, when
+  // the pool allows (ComputePool::TryRunInline).
   grpc::ServerUnaryReactor* RunOnPool(
       grpc::CallbackServerContext* context, RpcObserver call, const std::string& session_id,
-      std::function<absl::Status(Session&, RunControl&, const CallerPermissions&)> work);
+      std::function<absl::Status(Session&, RunControl&, const CallerPermissions&)> work,
+      const std::function<bool(const CallerPermissions&)>& may_run_inline = nullptr);
   // What the call's log line and metrics record: `status`, or CANCELLED when
   // the client is no longer there to receive it.
   static absl::Status EndedAs(grpc::CallbackServerContext* context, const absl::Status& status);
   // The runner's Execute and Benchmark, plus their metrics and debug logs.
   absl::Status ObservedExecute(Session& session, const v1::ExecuteRequest& request,
                                v1::ExecuteResponse* response, RunControl& control,
-                               const CallerPermissions& caller);
+                               const CallerPermissions& caller, const RequestKey* key,
+                               CallTiming timing);
   absl::Status ObservedBenchmark(Session& session, const v1::BenchmarkRequest& request,
                                  v1::BenchmarkResponse* response, RunControl& control,
                                  const CallerPermissions& caller);

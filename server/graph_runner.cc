@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/ir/echo.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "server/graph_convert.h"
 #include "server/proto_convert.h"
 
@@ -16,11 +18,17 @@ struct GraphRunner::Prepared {
   ValidatedGraph graph;
   std::vector<int> outputs;
   PlanCache::Result plan;
+  // The type of each of graph.arrays when it was validated.
+  std::vector<ValueType> array_types;
+  double convert_seconds = 0;
   double validate_seconds = 0;
   double plan_seconds = 0;
 };
 
 namespace {
+
+// Graphs of more protobuf bytes than this skip the request cache.
+constexpr int64_t kMaxCachedGraphBytes = int64_t{64} << 10;
 
 double SecondsSince(absl::Time start) { return absl::ToDoubleSeconds(absl::Now() - start); }
 
@@ -75,6 +83,15 @@ class ArraySnapshot {
     for (const std::string& name : graph.arrays) out.push_back(arrays_.at(name));
     return out;
   }
+  std::vector<ValueType> TypesInOrder(const ValidatedGraph& graph) const {
+    std::vector<ValueType> out;
+    out.reserve(graph.arrays.size());
+    for (const std::string& name : graph.arrays) {
+      const Array& array = arrays_.at(name);
+      out.push_back(ValueType{array.dtype, array.shape, false});
+    }
+    return out;
+  }
 
  private:
   Session& session_;
@@ -111,9 +128,11 @@ absl::StatusOr<GraphRunner::Prepared> GraphRunner::Prepare(
   }
   if (proto.nodes_size() == 0) return absl::InvalidArgumentError("graph has no nodes");
   Prepared prepared;
-  const absl::Time start = absl::Now();
+  const absl::Time convert_start = absl::Now();
   absl::StatusOr<Graph> graph = GraphFromProto(proto);
   if (!graph.ok()) return graph.status();
+  prepared.convert_seconds = SecondsSince(convert_start);
+  const absl::Time start = absl::Now();
   absl::StatusOr<ValidatedGraph> validated = ValidateGraph(
       *graph, lookup,
       {.max_graph_nodes = limits_.max_graph_nodes, .max_inline_bytes = limits_.max_inline_bytes});
@@ -178,8 +197,10 @@ absl::StatusOr<GraphRunner::Prepared> GraphRunner::Prepare(
 
 absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& request,
                                   v1::ExecuteResponse* response, RunControl* control,
-                                  const CallerPermissions& caller) {
+                                  const CallerPermissions& caller, const RequestKey* given_key,
+                                  CallTiming timing) {
   const absl::Time start = absl::Now();
+  const absl::Time received = std::min(timing.received, start);
   if (request.outputs_size() == 0) {
     return absl::InvalidArgumentError("Execute needs at least one output");
   }
@@ -196,10 +217,25 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
     }
     output_ids.push_back(spec.node());
   }
-  ArraySnapshot snapshot(session);
-  absl::StatusOr<Prepared> prepared =
-      Prepare(request.graph(), snapshot.Lookup(), output_ids, caller);
-  if (!prepared.ok()) return prepared.status();
+  RequestKey own_key;
+  const RequestKey* key = given_key;
+  if (key == nullptr && limits_.request_cache_entries > 0) {
+    own_key = KeyOf(request, caller);
+    key = &own_key;
+  }
+  std::vector<Array> arrays;
+  std::shared_ptr<const Prepared> prepared;
+  if (key != nullptr) prepared = FindPrepared(*key, session, &arrays);
+  const bool request_hit = prepared != nullptr;
+  if (!request_hit) {
+    ArraySnapshot snapshot(session);
+    absl::StatusOr<Prepared> fresh =
+        Prepare(request.graph(), snapshot.Lookup(), output_ids, caller);
+    if (!fresh.ok()) return fresh.status();
+    arrays = snapshot.InOrder(fresh->graph);
+    fresh->array_types = snapshot.TypesInOrder(fresh->graph);
+    prepared = std::make_shared<const Prepared>(*std::move(fresh));
+  }
 
   // Results are checked against the limits before anything runs: each
   // output's size, the quota for all of them (inline ones live on the device
@@ -257,11 +293,14 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
   }
 
   const absl::Time run_start = absl::Now();
-  RunOptions options{
-      .profile = request.profile(), .allow_tf32 = request.allow_tf32(), .control = control};
+  // One synchronisation for the run and its inline results: the copies are
+  // queued behind the kernels, and the run's device time read after.
+  RunOptions options{.profile = request.profile(),
+                     .allow_tf32 = request.allow_tf32(),
+                     .control = control,
+                     .defer_sync = true};
   absl::StatusOr<RunResult> run =
-      backend_.Run(prepared->graph, *prepared->plan.plan, snapshot.InOrder(prepared->graph),
-                   session.stream(), options);
+      backend_.Run(prepared->graph, *prepared->plan.plan, arrays, session.stream(), options);
   if (!run.ok()) return run.status();
   const double run_seconds = SecondsSince(run_start);
 
@@ -286,6 +325,7 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
     }
   }
   if (absl::Status s = backend_.Synchronize(session.stream()); !s.ok()) return s;
+  if (run->gpu_seconds_after_sync) run->gpu_seconds = run->gpu_seconds_after_sync();
   if (control != nullptr) {
     // The last chance to stop: nothing is stored yet.
     if (absl::Status s = control->CheckContinue(); !s.ok()) return s;
@@ -299,15 +339,121 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
       return s;
     }
   }
+  if (key != nullptr) {
+    if (!request_hit) Remember(*key, prepared);
+    RecordRunTime(*key, absl::Now() - start);
+  }
   v1::Timings* t = response->mutable_timings();
   FillTimings(*run, t);
-  t->set_validate_seconds(prepared->validate_seconds);
-  t->set_plan_seconds(prepared->plan_seconds);
-  t->set_plan_cache_hit(prepared->plan.hit);
+  t->set_queue_seconds(absl::ToDoubleSeconds(start - received));
+  if (!request_hit) {
+    t->set_convert_seconds(prepared->convert_seconds);
+    t->set_validate_seconds(prepared->validate_seconds);
+    t->set_plan_seconds(prepared->plan_seconds);
+  }
+  t->set_plan_cache_hit(request_hit || prepared->plan.hit);
+  t->set_request_cache_hit(request_hit);
   t->set_run_seconds(run_seconds);
   t->set_transfer_seconds(SecondsSince(transfer_start));
-  t->set_total_seconds(SecondsSince(start));
+  t->set_total_seconds(SecondsSince(received));
   return absl::OkStatus();
+}
+
+RequestKey GraphRunner::KeyOf(const v1::ExecuteRequest& request,
+                              const CallerPermissions& caller) const {
+  RequestKey key;
+  // Larger graphs are not cached: validating them costs far more than
+  // serialising, and they would crowd the small ones out.
+  if (limits_.request_cache_entries <= 0 ||
+      static_cast<int64_t>(request.graph().ByteSizeLong()) > kMaxCachedGraphBytes) {
+    return key;
+  }
+  std::string graph;
+  {
+    google::protobuf::io::StringOutputStream stream(&graph);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    request.graph().SerializeToCodedStream(&coded);
+  }
+  // Length-prefixed parts, so that no two requests share a key.
+  absl::StrAppend(&key.bytes, graph.size(), ":", graph, request.outputs_size(), ":");
+  for (const v1::OutputSpec& spec : request.outputs()) {
+    absl::StrAppend(&key.bytes, spec.node().size(), ":", spec.node());
+  }
+  key.bytes.push_back(caller.raw_kernels ? 'R' : 'r');
+  key.bytes.push_back(caller.custom_kernels ? 'C' : 'c');
+  return key;
+}
+
+std::shared_ptr<const GraphRunner::Prepared> GraphRunner::FindPrepared(
+    const RequestKey& key, Session& session, std::vector<Array>* arrays) const {
+  if (key.bytes.empty()) return nullptr;
+  std::shared_ptr<const Prepared> prepared;
+  {
+    absl::MutexLock lock(&cache_mu_);
+    auto it = cache_.find(key.bytes);
+    if (it == cache_.end()) return nullptr;
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    prepared = it->second.prepared;
+  }
+  arrays->clear();
+  arrays->reserve(prepared->graph.arrays.size());
+  for (size_t i = 0; i < prepared->graph.arrays.size(); ++i) {
+    absl::StatusOr<Array> array = session.GetArray(prepared->graph.arrays[i]);
+    if (!array.ok()) return nullptr;  // validation says why
+    const ValueType& type = prepared->array_types[i];
+    if (array->dtype != type.dtype || array->shape != type.shape) return nullptr;
+    arrays->push_back(*std::move(array));
+  }
+  return prepared;
+}
+
+void GraphRunner::Remember(const RequestKey& key, std::shared_ptr<const Prepared> prepared) {
+  // Roughly what an entry holds: the key twice, the validated graph and its
+  // plan a few times the key again.
+  const int64_t size = 4 * static_cast<int64_t>(key.bytes.size());
+  if (key.bytes.empty() || limits_.request_cache_entries <= 0 ||
+      size > limits_.request_cache_bytes) {
+    return;
+  }
+  absl::MutexLock lock(&cache_mu_);
+  auto it = cache_.find(key.bytes);
+  if (it != cache_.end()) {
+    it->second.prepared = std::move(prepared);
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    return;
+  }
+  while (!lru_.empty() && (static_cast<int64_t>(cache_.size()) >= limits_.request_cache_entries ||
+                           cache_bytes_ + size > limits_.request_cache_bytes)) {
+    cache_bytes_ -= 4 * static_cast<int64_t>(lru_.back().size());
+    cache_.erase(lru_.back());
+    lru_.pop_back();
+  }
+  lru_.push_front(key.bytes);
+  cache_.emplace(key.bytes, CachedRequest{.prepared = std::move(prepared),
+                                          .last_run = absl::InfiniteDuration(),
+                                          .lru = lru_.begin()});
+  cache_bytes_ += size;
+}
+
+void GraphRunner::RecordRunTime(const RequestKey& key, absl::Duration took) {
+  if (key.bytes.empty()) return;
+  absl::MutexLock lock(&cache_mu_);
+  auto it = cache_.find(key.bytes);
+  if (it != cache_.end()) it->second.last_run = took;
+}
+
+std::optional<absl::Duration> GraphRunner::LastRunTime(const RequestKey& key) const {
+  if (key.bytes.empty()) return std::nullopt;
+  absl::MutexLock lock(&cache_mu_);
+  auto it = cache_.find(key.bytes);
+  if (it == cache_.end() || it->second.last_run == absl::InfiniteDuration()) return std::nullopt;
+  return it->second.last_run;
+}
+
+int GraphRunner::request_cache_size() const {
+  absl::MutexLock lock(&cache_mu_);
+  return static_cast<int>(cache_.size());
 }
 
 absl::Status GraphRunner::Benchmark(Session& session, const v1::BenchmarkRequest& request,

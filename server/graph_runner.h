@@ -1,17 +1,26 @@
 // Execute, Benchmark and Precompile: the path from a wire graph to results.
 //   convert (graph_convert.h) -> validate (engine/ir) -> plan (PlanCache)
 //   -> Backend::Run -> store outputs in the session / return them inline.
-// Called on ComputePool threads, never on gRPC's.
+// A repeated Execute skips the first three: the request cache keeps the
+// validated graph and plan by the request's own bytes (RequestKey), and hits
+// only while every array the graph names has the dtype and shape it had.
+// Called on ComputePool threads, or on gRPC's for a short repeated Execute
+// (GpuFlowService decides, from LastRunTime).
 //
 // Thread-safe: one runner serves every session.
 #ifndef GPUFLOW_SERVER_GRAPH_RUNNER_H_
 #define GPUFLOW_SERVER_GRAPH_RUNNER_H_
 
 #include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "engine/backend.h"
 #include "engine/plan/plan.h"
@@ -35,6 +44,11 @@ struct GraphLimits {
   // raw_kernel nodes run arbitrary CUDA code; PERMISSION_DENIED unless set
   // (and, per caller, CallerPermissions::raw_kernels).
   bool allow_raw_kernels = false;
+  // The request cache: at most this many prepared requests, of at most
+  // request_cache_bytes of keys (a graph's protobuf bytes) in all; 0
+  // entries turns it off.
+  int32_t request_cache_entries = 1024;
+  int64_t request_cache_bytes = int64_t{16} << 20;
 };
 
 // Who runs a request, for what only some callers may do (a tenant's
@@ -48,6 +62,19 @@ struct CallerPermissions {
   std::string who{};
 };
 
+// What identifies a prepared Execute: its graph's protobuf bytes, its output
+// node ids and the caller's permissions (not the session, not the arrays'
+// contents). Built once per call by GraphRunner::KeyOf.
+struct RequestKey {
+  std::string bytes;
+};
+
+// When the call reached the service, for Timings (queue_seconds and a total
+// that covers the wait); InfinitePast: when Execute starts.
+struct CallTiming {
+  absl::Time received = absl::InfinitePast();
+};
+
 class GraphRunner {
  public:
   // `backend` and `plans` must outlive the runner.
@@ -58,9 +85,18 @@ class GraphRunner {
   // size) is checked before anything runs, and nothing is stored unless the
   // whole request succeeds. `control` (may be null) stops the run between
   // steps and is charged for its intermediates.
+  // `key` (may be null) is KeyOf(request, caller), when the caller has it.
   absl::Status Execute(Session& session, const v1::ExecuteRequest& request,
                        v1::ExecuteResponse* response, RunControl* control = nullptr,
-                       const CallerPermissions& caller = {});
+                       const CallerPermissions& caller = {}, const RequestKey* key = nullptr,
+                       CallTiming timing = {});
+
+  RequestKey KeyOf(const v1::ExecuteRequest& request, const CallerPermissions& caller) const;
+  // How long the last successful Execute of a cached request took (from its
+  // start to its reply), or nullopt when the request is not cached.
+  std::optional<absl::Duration> LastRunTime(const RequestKey& key) const;
+  // Requests in the request cache now.
+  int request_cache_size() const;
 
   // Runs request.graph up to n_warmup times untimed, then up to n_repeat
   // times, all within max_duration (warm-up included; at least one timed run
@@ -86,9 +122,27 @@ class GraphRunner {
                                    const std::vector<std::string>& output_ids,
                                    const CallerPermissions& caller);
 
+  // The prepared request of `key`, when cached and every array it names
+  // (looked up in `session`) still has the type it had; fills `arrays`.
+  std::shared_ptr<const Prepared> FindPrepared(const RequestKey& key, Session& session,
+                                               std::vector<Array>* arrays) const;
+  void Remember(const RequestKey& key, std::shared_ptr<const Prepared> prepared);
+  void RecordRunTime(const RequestKey& key, absl::Duration took);
+
   Backend& backend_;
   PlanCache& plans_;
   const GraphLimits limits_;
+
+  struct CachedRequest {
+    std::shared_ptr<const Prepared> prepared;
+    absl::Duration last_run = absl::InfiniteDuration();
+    std::list<std::string>::iterator lru;
+  };
+  mutable absl::Mutex cache_mu_;
+  // Most recently used first.
+  mutable std::list<std::string> lru_ ABSL_GUARDED_BY(cache_mu_);
+  absl::flat_hash_map<std::string, CachedRequest> cache_ ABSL_GUARDED_BY(cache_mu_);
+  int64_t cache_bytes_ ABSL_GUARDED_BY(cache_mu_) = 0;
 };
 
 }  // namespace gpuflow::server

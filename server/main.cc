@@ -115,6 +115,13 @@ ABSL_FLAG(int, max_benchmark_repeats, 100000, "Most timed repeats one Benchmark 
 ABSL_FLAG(int, max_session_compute_threads, 0,
           "Most compute threads one session may use at once; 0: --compute_threads - 1 (at "
           "least 1), so no session can hold every thread");
+ABSL_FLAG(absl::Duration, inline_max_run, absl::Milliseconds(1),
+          "A repeated Execute (a request-cache hit) whose last run took at most this runs on "
+          "the gRPC thread that received it when no compute work is queued; 0: always hand "
+          "Execute to a compute thread");
+ABSL_FLAG(int, request_cache_entries, 1024,
+          "Execute requests kept validated and planned by their graph's bytes, so a repeat "
+          "skips conversion, validation and planning; 0: off");
 ABSL_FLAG(bool, exit_on_device_error, true,
           "After a sticky device error: NOT_SERVING, drain calls for at most --shutdown_grace, "
           "then exit with status 3 so a supervisor restarts the process");
@@ -184,6 +191,8 @@ const std::vector<std::string> kEnvFlags = {
     "max_arrays_per_session",
     "max_benchmark_repeats",
     "max_session_compute_threads",
+    "inline_max_run",
+    "request_cache_entries",
     "exit_on_device_error",
     "tls_cert_file",
     "tls_key_file",
@@ -508,6 +517,7 @@ int main(int argc, char** argv) {
       std::max(service_options.max_chunk_bytes, service_options.max_inline_bytes) + (1 << 20);
   service_options.max_request_duration = absl::GetFlag(FLAGS_max_request_duration);
   service_options.max_benchmark_repeats = std::max(1, absl::GetFlag(FLAGS_max_benchmark_repeats));
+  service_options.inline_max_run = absl::GetFlag(FLAGS_inline_max_run);
   gpuflow::PlanCache plans(
       gpuflow::PlanOptions{.max_fused_ops = absl::GetFlag(FLAGS_max_fused_ops)},
       absl::GetFlag(FLAGS_plan_cache_entries));
@@ -519,7 +529,9 @@ int main(int argc, char** argv) {
        .max_reply_bytes = service_options.max_message_bytes,
        .max_benchmark_duration = absl::GetFlag(FLAGS_max_benchmark_duration),
        .max_benchmark_repeats = service_options.max_benchmark_repeats,
-       .allow_raw_kernels = absl::GetFlag(FLAGS_allow_raw_kernels)});
+       .allow_raw_kernels = absl::GetFlag(FLAGS_allow_raw_kernels),
+       .request_cache_entries = std::max(0, absl::GetFlag(FLAGS_request_cache_entries)),
+       .request_cache_bytes = int64_t{16} << 20});
   if (const std::string file = absl::GetFlag(FLAGS_precompile); !file.empty()) {
     if (int exit_code = Precompile(file, runner); exit_code != 0) return exit_code;
   }

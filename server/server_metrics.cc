@@ -136,17 +136,29 @@ ServerMetrics::ServerMetrics(ServerMetricsOptions options)
       prometheus::BuildHistogram()
           .Name("gpuflow_execute_phase_seconds")
           .Help(
-              "Time of each phase of successful Execute requests: validate, plan, compile "
+              "Time of each phase of successful Execute requests: queue (waiting for a compute "
+              "thread), convert, validate and plan (request-cache misses only), compile "
               "(NVRTC), launch (running the plan, less compile), gpu (device time), transfer "
               "(inline results).")
           .Register(*registry_);
   const Histogram::BucketBoundaries phase_buckets = DecadeBuckets(1e-6, 10);
+  phase_queue_ = &phases.Add({{"phase", "queue"}}, phase_buckets);
+  phase_convert_ = &phases.Add({{"phase", "convert"}}, phase_buckets);
   phase_validate_ = &phases.Add({{"phase", "validate"}}, phase_buckets);
   phase_plan_ = &phases.Add({{"phase", "plan"}}, phase_buckets);
   phase_compile_ = &phases.Add({{"phase", "compile"}}, phase_buckets);
   phase_launch_ = &phases.Add({{"phase", "launch"}}, phase_buckets);
   phase_gpu_ = &phases.Add({{"phase", "gpu"}}, phase_buckets);
   phase_transfer_ = &phases.Add({{"phase", "transfer"}}, phase_buckets);
+  prometheus::Family<prometheus::Counter>& request_cache =
+      prometheus::BuildCounter()
+          .Name("gpuflow_request_cache_lookups_total")
+          .Help(
+              "Successful Execute requests by whether the request cache held their validated "
+              "graph and plan (hit) or not (miss).")
+          .Register(*registry_);
+  request_cache_hits_ = &request_cache.Add({{"result", "hit"}});
+  request_cache_misses_ = &request_cache.Add({{"result", "miss"}});
   prometheus::Family<Histogram>& gpu_time =
       prometheus::BuildHistogram()
           .Name("gpuflow_gpu_time_seconds")
@@ -335,8 +347,15 @@ void ServerMetrics::RecordRpc(RpcMethod method, grpc::StatusCode code, double se
 }
 
 void ServerMetrics::RecordExecute(const v1::Timings& timings) {
-  phase_validate_->Observe(timings.validate_seconds());
-  phase_plan_->Observe(timings.plan_seconds());
+  phase_queue_->Observe(timings.queue_seconds());
+  if (timings.request_cache_hit()) {
+    request_cache_hits_->Increment();
+  } else {
+    request_cache_misses_->Increment();
+    phase_convert_->Observe(timings.convert_seconds());
+    phase_validate_->Observe(timings.validate_seconds());
+    phase_plan_->Observe(timings.plan_seconds());
+  }
   if (timings.kernels_compiled() > 0) phase_compile_->Observe(timings.compile_seconds());
   phase_launch_->Observe(std::max(0.0, timings.run_seconds() - timings.compile_seconds()));
   if (timings.has_gpu_seconds()) phase_gpu_->Observe(timings.gpu_seconds());

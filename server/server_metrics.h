@@ -149,12 +149,16 @@ class ServerMetrics {
   // [method][code], filled on first use (Family::Add is idempotent, so a
   // race only looks the child up twice).
   std::array<std::array<std::atomic<prometheus::Counter*>, 17>, kNumRpcMethods> rpc_count_{};
+  prometheus::Histogram* phase_queue_;
+  prometheus::Histogram* phase_convert_;
   prometheus::Histogram* phase_validate_;
   prometheus::Histogram* phase_plan_;
   prometheus::Histogram* phase_compile_;
   prometheus::Histogram* phase_launch_;
   prometheus::Histogram* phase_gpu_;
   prometheus::Histogram* phase_transfer_;
+  prometheus::Counter* request_cache_hits_;
+  prometheus::Counter* request_cache_misses_;
   // In the order of kStepKinds (server_metrics.cc).
   std::array<prometheus::Histogram*, 7> step_gpu_time_{};
   prometheus::Histogram* compile_seconds_;

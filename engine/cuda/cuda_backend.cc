@@ -189,7 +189,8 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
   RunValues values(*device_, graph, arrays, stream);
   const ValueAddress address = [&](const ValueRef& ref) { return values.Address(ref); };
 
-  EventPair run_events;
+  auto run_events_owner = std::make_shared<EventPair>();
+  EventPair& run_events = *run_events_owner;
   GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&run_events.begin));
   GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&run_events.end));
 
@@ -257,14 +258,25 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
     for (int n : free_after[s]) values.node(n).reset();
   }
   GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventRecord(run_events.end, stream.get()));
-  if (absl::Status st =
-          device_->Check(cudaEventSynchronize(run_events.end), "cudaEventSynchronize");
-      !st.ok()) {
-    return st;
+  if (options.defer_sync) {
+    result.gpu_seconds_after_sync = [events =
+                                         std::move(run_events_owner)]() -> std::optional<double> {
+      float ms = 0;
+      if (cudaEventElapsedTime(&ms, events->begin, events->end) != cudaSuccess) {
+        return std::nullopt;
+      }
+      return ms / 1e3;
+    };
+  } else {
+    if (absl::Status st =
+            device_->Check(cudaEventSynchronize(run_events.end), "cudaEventSynchronize");
+        !st.ok()) {
+      return st;
+    }
+    float ms = 0;
+    GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, run_events.begin, run_events.end));
+    result.gpu_seconds = ms / 1e3;
   }
-  float ms = 0;
-  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, run_events.begin, run_events.end));
-  result.gpu_seconds = ms / 1e3;
   for (int o : plan.output_nodes) {
     const ValueType& type = graph.nodes[o].type.output;
     result.outputs.push_back(Array{type.dtype, type.shape, values.node(o)});

@@ -258,13 +258,19 @@ def test_counters_move_exactly_for_a_scripted_sequence(make_server):
         (("direction", "upload"),): x.nbytes,  # the rejected upload sent no accepted bytes
         (("direction", "download"),): 3 * x.nbytes,  # two inline results, one download
     }
-    # exp(x) is planned once and found once; the custom kernel (CPU only) is
-    # planned before the backend refuses it.
+    # exp(x) is planned once, and its repeat comes from the request cache
+    # without a plan lookup; the custom kernel (CPU only) is planned before
+    # the backend refuses it.
     assert delta(before, after, "gpuflow_plan_cache_lookups_total") == {
-        (("result", "hit"),): 1, (("result", "miss"),): 2 if BACKEND == "cpu" else 1,
+        (("result", "miss"),): 2 if BACKEND == "cpu" else 1,
+    }
+    assert delta(before, after, "gpuflow_request_cache_lookups_total") == {
+        (("result", "hit"),): 1, (("result", "miss"),): 1,
     }
     phases = delta(before, after, "gpuflow_execute_phase_seconds_count")
-    assert phases[(("phase", "validate"),)] == 2
+    assert phases[(("phase", "queue"),)] == 2
+    assert phases[(("phase", "validate"),)] == 1
+    assert phases[(("phase", "convert"),)] == 1
     assert phases[(("phase", "launch"),)] == 2
     assert phases.get((("phase", "gpu"),), 0) == (2 if BACKEND == "cuda" else 0)
     steps = delta(before, after, "gpuflow_gpu_time_seconds_count")

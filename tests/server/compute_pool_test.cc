@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -169,6 +170,82 @@ TEST(ComputePoolTest, NoGroupBoundByDefault) {
   }
   release.Notify();
   EXPECT_TRUE(pool.WaitIdle(absl::Seconds(10)));
+}
+
+// The fast path of a short repeated Execute: it runs on the caller's thread
+// only when that takes no turn from queued work.
+TEST(ComputePoolTest, RunsInlineOnTheCallersThreadWhenNothingIsQueued) {
+  ComputePool pool(2);
+  std::thread::id ran_on;
+  int pending_inside = -1;
+  EXPECT_TRUE(pool.TryRunInline("t", "s", [&] {
+    ran_on = std::this_thread::get_id();
+    pending_inside = pool.pending();
+  }));
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_EQ(pending_inside, 1);  // counted while it runs
+  EXPECT_EQ(pool.pending(), 0);
+}
+
+TEST(ComputePoolTest, NeverRunsInlineAheadOfQueuedWork) {
+  ComputePool pool(1);
+  absl::Notification gate;
+  absl::Notification started;
+  pool.Submit("busy", [&] {
+    started.Notify();
+    gate.WaitForNotification();
+  });
+  ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  // Running work alone does not stop it: the thread is busy, not the queue.
+  bool ran = false;
+  EXPECT_TRUE(pool.TryRunInline("", "other", [&] { ran = true; }));
+  EXPECT_TRUE(ran);
+  // Queued work does: the inline task would jump the queue.
+  std::atomic<bool> queued_ran{false};
+  pool.Submit("waiting", [&] { queued_ran = true; });
+  ran = false;
+  EXPECT_FALSE(pool.TryRunInline("", "other", [&] { ran = true; }));
+  EXPECT_FALSE(ran);
+  gate.Notify();
+  EXPECT_TRUE(pool.WaitIdle(absl::Seconds(10)));
+  EXPECT_TRUE(queued_ran.load());
+  EXPECT_TRUE(pool.TryRunInline("", "other", [&] { ran = true; }));
+}
+
+TEST(ComputePoolTest, InlineRunsRespectTheSessionAndTenantBounds) {
+  ComputePool pool(3, /*max_per_key=*/1, /*max_per_group=*/2);
+  absl::Notification gate;
+  absl::Notification started;
+  pool.Submit("t", "s", [&] {
+    started.Notify();
+    gate.WaitForNotification();
+  });
+  ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  // The session already runs on its one thread.
+  EXPECT_FALSE(pool.TryRunInline("t", "s", [] {}));
+  // Another session of the tenant may, and takes the tenant's second slot.
+  bool nested = true;
+  EXPECT_TRUE(pool.TryRunInline("t", "s2", [&] {
+    // The tenant is at its bound now; another tenant is not.
+    nested = pool.TryRunInline("t", "s3", [] {});
+    EXPECT_TRUE(pool.TryRunInline("u", "s4", [] {}));
+  }));
+  EXPECT_FALSE(nested);
+  gate.Notify();
+  EXPECT_TRUE(pool.WaitIdle(absl::Seconds(10)));
+}
+
+TEST(ComputePoolTest, QueuedWorkRunsAfterAnInlineTaskFreesTheSession) {
+  ComputePool pool(2, /*max_per_key=*/1);
+  std::atomic<bool> queued_ran{false};
+  EXPECT_TRUE(pool.TryRunInline("", "s", [&] {
+    // Same session: must wait for the inline task (max_per_key 1).
+    pool.Submit("s", [&] { queued_ran = true; });
+    absl::SleepFor(absl::Milliseconds(50));
+    EXPECT_FALSE(queued_ran.load());
+  }));
+  EXPECT_TRUE(pool.WaitIdle(absl::Seconds(10)));
+  EXPECT_TRUE(queued_ran.load());
 }
 
 }  // namespace

@@ -39,3 +39,6 @@ gpuflow_test(reloadable_file_test SRCS server/reloadable_file_test.cc
              DEPS gpuflow::server gpuflow::testing LABELS unit)
 gpuflow_test(memory_budget_test SRCS server/memory_budget_test.cc
              DEPS gpuflow::server gpuflow::testing LABELS unit)
+# The request cache of Execute (issue 15).
+gpuflow_test(request_cache_test SRCS server/request_cache_test.cc
+             DEPS gpuflow::server gpuflow::cpu gpuflow::testing LABELS unit)

@@ -1,0 +1,170 @@
+"""Where a small Execute's time goes (issue 15): one client, one session,
+a 10-op elementwise chain on a resident 4096-element float32 array (16 KiB
+inline result), sent N times as
+
+- KeepAlive through the raw stub (the floor for our own server),
+- Execute through the raw stub with a prebuilt request,
+- the same graph through ``Session.execute``,
+- the same expression as RemoteArrays, ``.get()``,
+
+with p50/p99 of each and, for the raw-stub Execute, p50 of every phase the
+server reports in ``Timings``. Prints one JSON object (and writes it to
+--out). A benchmark, not a test:
+
+    python3 bench/latency_phases.py --server build/bin/gpuflowd --backend cpu
+"""
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(BENCH, "..", "clients", "python"))
+
+import numpy as np  # noqa: E402
+
+import gpuflow  # noqa: E402
+from gpuflow.v1 import service_pb2  # noqa: E402
+
+OPS = 10
+N_ELEMENTS = 4096
+
+
+def percentile(values, q):
+    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def chain_graph(name):
+    """x*1.0001+0.5, alternating mul and add, OPS ops in all."""
+    g = gpuflow.Graph()
+    node = g.array(name)
+    for i in range(OPS):
+        node = g.mul(node, 1.0001) if i % 2 == 0 else g.add(node, 0.5)
+    return g, node
+
+
+def chain_expression(x):
+    for i in range(OPS):
+        x = x * 1.0001 if i % 2 == 0 else x + 0.5
+    return x
+
+
+def timed(fn, n, warmup):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def summary(times):
+    return {"p50_us": percentile(times, 50) * 1e6, "p99_us": percentile(times, 99) * 1e6,
+            "n": len(times)}
+
+
+PHASES = ("queue_seconds", "convert_seconds", "validate_seconds", "plan_seconds", "run_seconds",
+          "transfer_seconds", "reply_seconds", "total_seconds", "gpu_seconds")
+
+
+def measure(target, n, warmup):
+    client = gpuflow.connect(target)
+    session = client.session(label="latency_phases")
+    x_host = np.linspace(0, 1, N_ELEMENTS, dtype=np.float32)
+    session.upload(x_host, name="x")
+    g, out = chain_graph("x")
+    request = service_pb2.ExecuteRequest(session_id=session.id, graph=g.proto)
+    request.outputs.add(node=out.id, return_inline=True)
+    stub = client.stub
+    keep = service_pb2.KeepAliveRequest(session_id=session.id)
+    replies = []
+
+    def raw_execute():
+        replies.append(stub.Execute(request))
+
+    result = {
+        "keepalive_raw": summary(timed(lambda: stub.KeepAlive(keep), n, warmup)),
+        "execute_raw": summary(timed(raw_execute, n, warmup)),
+        "execute_session": summary(timed(lambda: session.execute(g, [out]), n, warmup)),
+    }
+    x = session.array("x")
+    result["remote_array_get"] = summary(timed(lambda: chain_expression(x).get(), n, warmup))
+    timings = [r.timings for r in replies[warmup:]]
+    phases = {}
+    fields = {f.name for f in service_pb2.Timings.DESCRIPTOR.fields}
+    for phase in PHASES:
+        if phase not in fields:
+            continue
+        values = [getattr(t, phase) for t in timings
+                  if phase != "gpu_seconds" or t.HasField("gpu_seconds")]
+        if values:
+            phases[phase.replace("_seconds", "_p50_us")] = percentile(values, 50) * 1e6
+    result["server_phases"] = phases
+    result["plan_cache_hits"] = sum(t.plan_cache_hit for t in timings)
+    if "request_cache_hit" in fields:
+        result["request_cache_hits"] = sum(t.request_cache_hit for t in timings)
+    result["execute_raw_minus_keepalive_us"] = (result["execute_raw"]["p50_us"]
+                                                - result["keepalive_raw"]["p50_us"])
+    got = np.frombuffer(replies[-1].outputs[0].value.data, dtype=np.float32)
+    want = chain_expression(x_host.astype(np.float32))
+    result["answer_ok"] = bool(np.allclose(got, want, rtol=1e-5))
+    session.close()
+    client.close()
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", help="gpuflowd to start (else --target)")
+    parser.add_argument("--target")
+    parser.add_argument("--backend", default="cuda")
+    parser.add_argument("--n", type=int, default=500)
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--out")
+    parser.add_argument("--server-args", default="", help="more gpuflowd flags")
+    args = parser.parse_args()
+    proc = None
+    target = args.target
+    if args.server:
+        port = free_port()
+        target = f"127.0.0.1:{port}"
+        proc = subprocess.Popen([args.server, "--address=127.0.0.1", f"--port={port}",
+                                 f"--backend={args.backend}", "--metrics_port=0",
+                                 *args.server_args.split()],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                result = measure(target, args.n, args.warmup)
+                break
+            except gpuflow.UnavailableError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.5)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+    result["backend"] = args.backend
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
