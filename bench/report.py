@@ -172,6 +172,39 @@ def latency_section(lat):
     return table(["call (one client, in a loop)", "p50 µs", "p99 µs", "calls", "p50 / floor"], rows)
 
 
+def latency_phases_section(lp):
+    rows = []
+    for key, label in (("keepalive_raw", "KeepAlive, raw stub (the floor for our own server)"),
+                       ("execute_raw", "Execute of a prebuilt 10-op chain, raw stub, 16 KiB inline"),
+                       ("execute_session", "the same graph through `Session.execute`"),
+                       ("remote_array_get", "the same expression as RemoteArrays, `.get()`")):
+        r = lp.get(key)
+        if r:
+            rows.append([label, us(r["p50_us"]), us(r["p99_us"]), r["n"]])
+    phases = lp.get("server_phases", {})
+    text = table(["call (one client, in a loop)", "p50 µs", "p99 µs", "calls"], rows)
+    if phases:
+        text += ("\n\nThe server's own `Timings` of the raw-stub Execute, p50 µs: " + ", ".join(
+            f"{k.replace('_p50_us', '')} {v:.1f}" for k, v in phases.items()) + ".")
+    if "execute_raw_minus_keepalive_us" in lp:
+        text += f" Raw Execute − KeepAlive: {lp['execute_raw_minus_keepalive_us']:.0f} µs."
+    return text
+
+
+def isolation_section(iso):
+    rows = []
+    for key, label in (("alone", "alone"), ("under_load", f"beside a loop of {iso.get('matmul')}")):
+        r = iso.get(key)
+        if r:
+            rows.append([label, us(r["p50_us"]), us(r["p99_us"]), r["n"]])
+    text = table(["tiny Execute of one session", "p50 µs", "p99 µs", "calls"], rows)
+    if iso.get("matmuls_during") is not None:
+        text += (f"\n\n{iso['matmuls_during']} matmuls ran meanwhile (p50 "
+                 f"{iso.get('matmul_p50_ms') or float('nan'):.1f} ms each); p50 under load / alone "
+                 f"{ratio(iso.get('ratio_p50'))}.")
+    return text
+
+
 def concurrency_section(conc):
     rows = []
     for row in conc.get("rounds", []):
@@ -280,6 +313,10 @@ def render_body(results, level="###"):
 
     add("Kernels: gpuflow, CuPy, PyTorch on the same GPU", "kernels", kernels)
     add("Round-trip latency against the gRPC floor", "latency", latency_section)
+    add("Where a small Execute's time goes (bench/latency_phases.py)", "latency_phases",
+        latency_phases_section)
+    add("Isolation: a tiny Execute beside another session's long matmuls", "isolation",
+        isolation_section)
     add("Throughput with concurrent clients", "concurrency", concurrency_section)
     add("Transfers, C++ client (bench/transfer_bench), 1 MiB chunks", "transfers_cpp",
         lambda s: table(TRANSFER_HEADER, transfer_rows(s)))

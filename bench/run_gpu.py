@@ -7,7 +7,10 @@ service against a bare gRPC floor, in one run. Use bench/run_gpu.sh OUTDIR
 Starts grpc_echo_server and gpuflowd (fresh kernel cache under OUTDIR/tmp),
 then measures, each section on its own (a failure is recorded and the run
 goes on), saving OUTDIR/results.json after each:
-  latency, then kernels (bench/gpu_bench.py), then concurrency, transfers_cpp,
+  latency, latency_phases (bench/latency_phases.py: where a small Execute's
+  time goes), isolation (bench/isolation_bench.py: a tiny Execute beside
+  another session's long matmuls), then kernels (bench/gpu_bench.py), then
+  concurrency, transfers_cpp,
   transfers_python (bench/service_bench.py), then cache_warmup
   (bench/cache_warmup.py, fresh servers). The kernels stop starting new
   workloads --reserve seconds before the end of the budget.
@@ -36,13 +39,16 @@ sys.path.insert(0, BENCH)
 
 import cache_warmup  # noqa: E402
 import gpu_bench  # noqa: E402
+import isolation_bench  # noqa: E402
+import latency_phases  # noqa: E402
 import report  # noqa: E402
 import service_bench  # noqa: E402
 
 import gpuflow  # noqa: E402
 import numpy as np  # noqa: E402
 
-SECTIONS = ("latency", "kernels", "concurrency", "transfers_cpp", "transfers_python", "cache_warmup")
+SECTIONS = ("latency", "latency_phases", "isolation", "kernels", "concurrency", "transfers_cpp",
+            "transfers_python", "cache_warmup")
 
 
 def log(message):
@@ -205,6 +211,10 @@ class Run:
         self.start_servers()
         self.section("latency", 10, lambda: service_bench.measure_latency(
             self.session, self.echo, plan["latency_n"]))
+        self.section("latency_phases", 10, lambda: latency_phases.measure(
+            self.target, plan["latency_n"] // 4, 50))
+        self.section("isolation", 20, lambda: isolation_bench.measure_isolation(
+            self.target, plan["latency_n"] // 2, 256 if a.small else 8192, log=log))
         self.section("kernels", 60, self.kernels)
         self.section("concurrency", 40, lambda: service_bench.measure_concurrency(
             self.target, self.echo_target, plan["concurrency"], plan["duration"], self.gen_dir, log))

@@ -358,6 +358,8 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOp
   ExpireIdle();  // Expired sessions must not count against max_sessions.
   absl::StatusOr<std::unique_ptr<Stream>> stream = backend_.CreateStream();
   if (!stream.ok()) return stream.status();
+  absl::StatusOr<std::unique_ptr<Stream>> priority_stream = backend_.CreatePriorityStream();
+  if (!priority_stream.ok()) return priority_stream.status();
 
   const Tenant* tenant = options.tenant.get();
   const bool named_tenant = tenant != nullptr && !tenant->anonymous();
@@ -404,6 +406,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOp
       std::make_shared<Session>(id, options.label, limit, ttl, std::move(*stream), Now(), &budget_,
                                 options_.max_arrays_per_session, options.tenant);
   session->clock_ = options_.clock;
+  session->priority_stream_ = *std::move(priority_stream);
   sessions_.emplace(std::move(id), session);
   ++sessions_per_tenant_[tenant];
   return session;

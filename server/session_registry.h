@@ -122,6 +122,11 @@ class Session : public std::enable_shared_from_this<Session> {
   absl::Duration idle_ttl() const { return idle_ttl_; }
   // The session's stream; work on it is ordered.
   Stream& stream() { return *stream_; }
+  // Its stream for short requests, which the device runs ahead of other
+  // sessions' long work (Backend::CreatePriorityStream); stream() when it
+  // has none. Work moving to it waits for stream()'s first
+  // (Backend::OrderAfter).
+  Stream& priority_stream() { return priority_stream_ != nullptr ? *priority_stream_ : *stream_; }
 
   // Takes `bytes` from the quota. RESOURCE_EXHAUSTED with the sizes when the
   // quota cannot hold them; NOT_FOUND once the session is closed.
@@ -222,6 +227,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const int64_t memory_limit_bytes_;
   const absl::Duration idle_ttl_;
   const std::unique_ptr<Stream> stream_;
+  // Set by SessionRegistry::Create before the session is shared.
+  std::unique_ptr<Stream> priority_stream_;
   MemoryBudget* const budget_;
   const int max_arrays_;
   const std::shared_ptr<Tenant> owner_;

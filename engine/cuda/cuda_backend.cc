@@ -111,6 +111,12 @@ class CudaBackend final : public Backend {
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override {
     return device_->CreateStream();
   }
+  absl::StatusOr<std::unique_ptr<Stream>> CreatePriorityStream() override {
+    return device_->CreateStream(device_->highest_priority());
+  }
+  absl::Status OrderAfter(Stream& waiter, Stream& other) override {
+    return device_->OrderAfter(static_cast<CudaStream&>(waiter), static_cast<CudaStream&>(other));
+  }
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(int64_t bytes, Stream& stream) override {
     return device_->AllocateOn(bytes, static_cast<CudaStream&>(stream));
   }

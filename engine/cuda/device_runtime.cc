@@ -115,16 +115,42 @@ MemoryStats DeviceRuntime::memory_stats() const {
   return stats;
 }
 
-absl::StatusOr<std::unique_ptr<Stream>> DeviceRuntime::CreateStream() {
+absl::StatusOr<std::unique_ptr<Stream>> DeviceRuntime::CreateStream(int priority) {
   GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   auto handle = std::make_shared<StreamHandle>();
   handle->device = device_;
-  if (absl::Status s = Check(cudaStreamCreateWithFlags(&handle->stream, cudaStreamNonBlocking),
-                             "cudaStreamCreateWithFlags");
+  if (absl::Status s =
+          Check(cudaStreamCreateWithPriority(&handle->stream, cudaStreamNonBlocking, priority),
+                "cudaStreamCreateWithPriority");
       !s.ok()) {
     return s;
   }
   return std::unique_ptr<Stream>(std::make_unique<CudaStream>(std::move(handle)));
+}
+
+int DeviceRuntime::highest_priority() const {
+  int least = 0;
+  int greatest = 0;
+  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
+    cudaGetLastError();  // a query: not sticky
+    return 0;
+  }
+  return greatest;
+}
+
+absl::Status DeviceRuntime::OrderAfter(CudaStream& waiter, CudaStream& other) {
+  if (waiter.get() == other.get()) return absl::OkStatus();
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  cudaEvent_t event = nullptr;
+  if (absl::Status s = Check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+                             "cudaEventCreateWithFlags");
+      !s.ok()) {
+    return s;
+  }
+  absl::Status s = Check(cudaEventRecord(event, other.get()), "cudaEventRecord");
+  if (s.ok()) s = Check(cudaStreamWaitEvent(waiter.get(), event, 0), "cudaStreamWaitEvent");
+  cudaEventDestroy(event);  // released once the wait is done
+  return s;
 }
 
 absl::StatusOr<std::unique_ptr<CudaBuffer>> DeviceRuntime::AllocateOn(int64_t bytes,

@@ -130,7 +130,14 @@ class DeviceRuntime {
   // the device unhealthy; the calls that run work do that).
   MemoryStats memory_stats() const;
 
-  absl::StatusOr<std::unique_ptr<Stream>> CreateStream();
+  // `priority` as cudaStreamCreateWithPriority's (lower runs first); 0 is
+  // the default and the lowest.
+  absl::StatusOr<std::unique_ptr<Stream>> CreateStream(int priority = 0);
+  // The highest priority the device offers.
+  int highest_priority() const;
+  // Work queued on `waiter` after this waits for work queued on `other`
+  // before it (an event between them).
+  absl::Status OrderAfter(CudaStream& waiter, CudaStream& other);
   // Inside Run (a RunControlScope), the buffer is charged to the run's
   // control unless `charged` is false (the run's outputs). Out of memory:
   // RESOURCE_EXHAUSTED with the sizes.

@@ -8,10 +8,12 @@
 #ifndef GPUFLOW_TESTS_SERVER_FAKE_BACKEND_H_
 #define GPUFLOW_TESTS_SERVER_FAKE_BACKEND_H_
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -44,11 +46,28 @@ class FakeBackend final : public Backend {
     memory_stats_ = stats;
   }
   int runs() const { return runs_.load(); }
+  // Whether the last Run was on a stream made by CreatePriorityStream.
+  bool last_run_on_priority_stream() const { return last_run_priority_.load(); }
+  // OrderAfter calls whose waiter was a priority stream and whose other was
+  // not (a short request after its session's own work).
+  int priority_orderings() const { return priority_orderings_.load(); }
 
   absl::string_view name() const override { return "fake"; }
   std::string device_description() const override { return "Fake \"device\" (CPU underneath)"; }
   bool healthy() const override { return healthy_.load(); }
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override { return cpu_->CreateStream(); }
+  absl::StatusOr<std::unique_ptr<Stream>> CreatePriorityStream() override {
+    absl::StatusOr<std::unique_ptr<Stream>> stream = cpu_->CreateStream();
+    if (stream.ok()) {
+      absl::MutexLock lock(&mu_);
+      priority_streams_.push_back(stream->get());
+    }
+    return stream;
+  }
+  absl::Status OrderAfter(Stream& waiter, Stream& other) override {
+    if (IsPriority(&waiter) && !IsPriority(&other)) priority_orderings_.fetch_add(1);
+    return absl::OkStatus();
+  }
   KernelCacheStats kernel_cache_stats() const override {
     absl::MutexLock lock(&mu_);
     return kernel_cache_stats_;
@@ -76,6 +95,7 @@ class FakeBackend final : public Backend {
                                 absl::Span<const Array> arrays, Stream& stream,
                                 const RunOptions& options) override {
     runs_.fetch_add(1);
+    last_run_priority_.store(IsPriority(&stream));
     absl::Duration delay;
     std::optional<double> gpu_seconds;
     {
@@ -93,7 +113,15 @@ class FakeBackend final : public Backend {
   }
 
  private:
+  bool IsPriority(const Stream* stream) const {
+    absl::MutexLock lock(&mu_);
+    return std::find(priority_streams_.begin(), priority_streams_.end(), stream) !=
+           priority_streams_.end();
+  }
+
   const std::unique_ptr<Backend> cpu_;
+  std::atomic<bool> last_run_priority_{false};
+  std::atomic<int> priority_orderings_{0};
   std::atomic<bool> healthy_{true};
   std::atomic<int> runs_{0};
   mutable std::atomic<int> memory_stats_calls_{0};
@@ -102,6 +130,9 @@ class FakeBackend final : public Backend {
   std::optional<double> gpu_seconds_ ABSL_GUARDED_BY(mu_);
   KernelCacheStats kernel_cache_stats_ ABSL_GUARDED_BY(mu_);
   MemoryStats memory_stats_ ABSL_GUARDED_BY(mu_);
+  // Never read through: a stream freed and another made at its address is
+  // only counted twice.
+  std::vector<const Stream*> priority_streams_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gpuflow::testing

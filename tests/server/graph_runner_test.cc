@@ -317,6 +317,27 @@ TEST_F(ExecuteTest, AReplyOverTheLimitFailsBeforeAnythingRunsOrIsStored) {
   EXPECT_EQ(session_->memory_used_bytes(), 0);
 }
 
+// Isolation (issue 15): short work goes on the session's priority stream,
+// after the session's own queued work; long work stays on its stream.
+TEST_F(ExecuteTest, ShortWorkRunsOnThePriorityStreamAfterTheSessionsOwnWork) {
+  ChainGraph(16, 2);
+  Output("n2")->set_return_inline(true);
+  v1::ExecuteResponse response;
+  ASSERT_THAT(runner_.Execute(*session_, request_, &response), IsOk());
+  EXPECT_TRUE(backend_.last_run_on_priority_stream());
+  EXPECT_EQ(backend_.priority_orderings(), 1);
+}
+
+TEST_F(ExecuteTest, LongWorkStaysOnTheSessionsStream) {
+  // 64 MiB of full and 64 MiB of exp: past the 64 MiB of short work.
+  ChainGraph(int64_t{1} << 24, 2);
+  Output("n2")->set_return_inline(true);
+  v1::ExecuteResponse response;
+  ASSERT_THAT(runner_.Execute(*session_, request_, &response), IsOk());
+  EXPECT_FALSE(backend_.last_run_on_priority_stream());
+  EXPECT_EQ(backend_.priority_orderings(), 0);
+}
+
 TEST_F(ExecuteTest, StoredOutputsChargeTheirMetadata) {
   ChainGraph(10, 1);
   Output("n1")->set_store_as("y");

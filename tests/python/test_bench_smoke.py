@@ -1,0 +1,39 @@
+"""Smoke runs of the latency benchmarks on the test server (issue 15: CI
+keeps a CPU-backend run of them). They report figures and assert no timing:
+what is checked is that each runs to the end, answers correctly and reports
+every field the harness renders."""
+
+import os
+import sys
+
+BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench")
+sys.path.insert(0, BENCH)
+
+import isolation_bench  # noqa: E402
+import latency_phases  # noqa: E402
+import report  # noqa: E402
+
+
+def test_latency_phases_reports_every_call_and_phase(server):
+    result = latency_phases.measure(server.target, n=20, warmup=5)
+    assert result["answer_ok"]
+    for key in ("keepalive_raw", "execute_raw", "execute_session", "remote_array_get"):
+        assert result[key]["n"] == 20 and result[key]["p50_us"] > 0
+    phases = result["server_phases"]
+    for phase in ("queue", "convert", "validate", "plan", "run", "transfer", "total"):
+        assert f"{phase}_p50_us" in phases
+    # Every timed raw call repeats the warm-up's request: all from the caches.
+    assert result["request_cache_hits"] == 20 and result["plan_cache_hits"] == 20
+    assert phases["validate_p50_us"] == 0 and phases["convert_p50_us"] == 0
+    assert phases["total_p50_us"] >= phases["run_p50_us"]
+    text = report.latency_phases_section(result)
+    assert "KeepAlive" in text and "total" in text
+
+
+def test_isolation_bench_runs_both_cases(server):
+    result = isolation_bench.measure_isolation(server.target, n=30, size=64, warmup=5,
+                                               log=lambda *_: None)
+    assert "error" not in result
+    assert result["alone"]["n"] == 30 and result["under_load"]["n"] == 30
+    assert result["matmuls_during"] > 0
+    assert "beside a loop" in report.isolation_section(result)
