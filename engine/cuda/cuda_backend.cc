@@ -144,6 +144,33 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // A begin/end pair of timing events for one run, from a free list (event
+  // creation costs a driver call each, per request): back on the list when
+  // the last holder lets go.
+  absl::StatusOr<std::shared_ptr<EventPair>> RunEvents() {
+    std::unique_ptr<EventPair> events;
+    {
+      absl::MutexLock lock(&events_mu_);
+      if (!free_events_.empty()) {
+        events = std::move(free_events_.back());
+        free_events_.pop_back();
+      }
+    }
+    if (events == nullptr) {
+      events = std::make_unique<EventPair>();
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&events->begin));
+      GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&events->end));
+    }
+    return std::shared_ptr<EventPair>(events.release(), [this](EventPair* done) {
+      absl::MutexLock lock(&events_mu_);
+      if (free_events_.size() < kFreeEventPairs) {
+        free_events_.emplace_back(done);
+      } else {
+        delete done;
+      }
+    });
+  }
+
   // The code of `plan`, kept for the plans built by BuildPlan (a plan made
   // by hand gets code of its own, for this call only). Bounded: past 4096
   // plans the oldest go, all at once (a plan still running keeps its own).
@@ -168,6 +195,9 @@ class CudaBackend final : public Backend {
   const CudaBackendOptions options_;
   const std::unique_ptr<DeviceRuntime> device_;
   KernelLoader loader_;  // destroyed before device_
+  static constexpr size_t kFreeEventPairs = 64;
+  absl::Mutex events_mu_;
+  std::vector<std::unique_ptr<EventPair>> free_events_ ABSL_GUARDED_BY(events_mu_);
   absl::Mutex plan_code_mu_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<PlanCode>> plan_code_
       ABSL_GUARDED_BY(plan_code_mu_);
@@ -195,10 +225,9 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
   RunValues values(*device_, graph, arrays, stream);
   const ValueAddress address = [&](const ValueRef& ref) { return values.Address(ref); };
 
-  auto run_events_owner = std::make_shared<EventPair>();
-  EventPair& run_events = *run_events_owner;
-  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&run_events.begin));
-  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&run_events.end));
+  absl::StatusOr<std::shared_ptr<EventPair>> run_events_owner = RunEvents();
+  if (!run_events_owner.ok()) return run_events_owner.status();
+  EventPair& run_events = **run_events_owner;
 
   std::vector<std::vector<int>> free_after(num_steps);
   for (int node = 0; node < static_cast<int>(graph.nodes.size()); ++node) {
@@ -266,7 +295,7 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
   GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventRecord(run_events.end, stream.get()));
   if (options.defer_sync) {
     result.gpu_seconds_after_sync = [events =
-                                         std::move(run_events_owner)]() -> std::optional<double> {
+                                         *std::move(run_events_owner)]() -> std::optional<double> {
       float ms = 0;
       if (cudaEventElapsedTime(&ms, events->begin, events->end) != cudaSuccess) {
         return std::nullopt;
