@@ -400,3 +400,49 @@ def default_plan(small):
             "py_sizes": [(MiB, 20, 3), (64 * MiB, 5, 1), (1 << 30, 2, 0)]}
 
 
+
+# ------------------------------------------------------- asynchronous client
+
+
+def measure_async(session, n, in_flight=8, warmup=50, rounds=3):
+    """Requests/s of one Python client running the tiny Execute of
+    `tiny_execute` (16 elements in, the result stored) n times: one call at
+    a time (`Session.execute`), and with `in_flight` requests outstanding
+    (`Session.execute_async`, a new one sent as the oldest answers). The two
+    alternate `rounds` times and each reports its median, so a load that
+    comes and goes does not favour one. Each of the `in_flight` slots
+    stores under its own name, so no two requests in flight write the same
+    array."""
+    session.upload(np.arange(16, dtype=np.float32), name="tiny")
+    g = gpuflow.Graph()
+    y = g.add(g.array("tiny"), 1.0)
+    slots = [{f"tiny_out_{k}": y} for k in range(in_flight)]
+
+    def sync_rate(count):
+        t = time.perf_counter()
+        for i in range(count):
+            session.execute(g, outputs=slots[i % in_flight])
+        return count / (time.perf_counter() - t)
+
+    def async_rate(count):
+        window = []
+        t = time.perf_counter()
+        for i in range(count):
+            if len(window) == in_flight:
+                window.pop(0).result()
+            window.append(session.execute_async(g, outputs=slots[i % in_flight]))
+        for f in window:
+            f.result()
+        return count / (time.perf_counter() - t)
+
+    sync_rate(warmup)
+    async_rate(warmup)
+    sync, in_flight_rates = [], []
+    for _ in range(rounds):
+        sync.append(sync_rate(n))
+        in_flight_rates.append(async_rate(n))
+    for slot in slots:
+        session.delete(next(iter(slot)))
+    sync_rps, async_rps = percentile(sync, 50), percentile(in_flight_rates, 50)
+    return {"n": n, "in_flight": in_flight, "rounds": rounds, "sync_rps": sync_rps,
+            "async_rps": async_rps, "ratio": async_rps / sync_rps}

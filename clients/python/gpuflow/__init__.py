@@ -11,13 +11,22 @@
         x = s.asarray(np.random.rand(1000, 512))       # a RemoteArray
         y = gpuflow.sqrt((x ** 2).sum(axis=-1))         # lazy, CuPy-style
         print(y.get()[:3])                              # one fused Execute
+        f = y.get_async()                               # a Future: f.result() later
 
 See docs/python.md for the whole API.
 """
 
 import numpy as _np
 
-from gpuflow.client import ArrayInfo, Client, ExecuteResult, Session, connect, current_session
+from gpuflow.client import (
+    ArrayInfo,
+    Client,
+    ExecuteResult,
+    Future,
+    Session,
+    connect,
+    current_session,
+)
 from gpuflow.graph import Graph, Node
 from gpuflow.dtypes import DTYPES, bfloat16_to_float32, float32_to_bfloat16
 from gpuflow.errors import (
@@ -34,7 +43,15 @@ from gpuflow.errors import (
     UnavailableError,
     UnimplementedError,
 )
-from gpuflow.remote_array import RemoteArray, evaluate, persist, to_graph, to_numpy, to_torch
+from gpuflow.remote_array import (
+    RemoteArray,
+    evaluate,
+    evaluate_async,
+    persist,
+    to_graph,
+    to_numpy,
+    to_torch,
+)
 from gpuflow.functions import *  # noqa: F401,F403 - CuPy/NumPy-named functions
 from gpuflow.functions import __all__ as _function_names
 from gpuflow.kernels import ElementwiseKernel, RawKernel, ReductionKernel
@@ -65,6 +82,7 @@ __all__ = sorted(_function_names + [
     "bool_",
     "current_session",
     "evaluate",
+    "evaluate_async",
     "float16",
     "float32",
     "float64",
@@ -87,6 +105,7 @@ __all__ = sorted(_function_names + [
     "DTYPES",
     "Error",
     "ExecuteResult",
+    "Future",
     "Graph",
     "Node",
     "FailedPreconditionError",

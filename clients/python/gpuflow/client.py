@@ -6,6 +6,14 @@
         s.upload(np.arange(10, dtype=np.float32), name="x")
         print(s.download("x"))
 
+Asynchronous calls return a :class:`Future` (a ``concurrent.futures.Future``),
+so one thread keeps several requests in flight::
+
+    g = gpuflow.Graph()
+    y = g.mul(g.array("x"), 2.0)
+    futures = [s.execute_async(g, [y]) for _ in range(8)]   # 8 requests in flight
+    results = [f.result()[0] for f in futures]
+
 A server with TLS and tenants (docs/security.md)::
 
     client = gpuflow.connect("gpuflow.example:50051", token=os.environ["TEAM_TOKEN"],
@@ -13,6 +21,7 @@ A server with TLS and tenants (docs/security.md)::
 """
 
 import collections
+import concurrent.futures
 import ipaddress
 import itertools
 import os
@@ -24,7 +33,7 @@ import grpc
 
 from gpuflow import dtypes
 from gpuflow.graph import Graph, Node, inline_to_numpy
-from gpuflow.errors import Error, UnavailableError, from_rpc_error
+from gpuflow.errors import CancelledError, Error, UnavailableError, from_rpc_error
 from gpuflow.v1 import service_pb2, service_pb2_grpc, types_pb2
 
 DEFAULT_TARGET = "localhost:50051"
@@ -48,6 +57,131 @@ def _rpc(method, request, **kwargs):
         return method(request, **kwargs)
     except grpc.RpcError as err:
         raise from_rpc_error(err) from None
+
+
+class Future(concurrent.futures.Future):
+    """The result of an asynchronous call (:meth:`Session.execute_async`,
+    :meth:`RemoteArray.get_async`, :func:`gpuflow.evaluate_async`). It is a
+    ``concurrent.futures.Future``, so ``concurrent.futures.wait`` and
+    ``as_completed`` take it; ``result(timeout)`` gives what the synchronous
+    call returns, or raises the :class:`gpuflow.Error` it would raise.
+
+    ``cancel()`` succeeds until the result is set. It cancels the request
+    on the server too, except one with results too large to return inline
+    (stored under temporary names, then downloaded): that one runs to its
+    end and its temporaries are then deleted, so nothing is left behind.
+    Callbacks given to ``add_done_callback`` run on a thread of the client
+    (not gRPC's), so they may make gpuflow calls; several may run at once,
+    in any order. Thread-safe."""
+
+    def __init__(self, client):
+        super().__init__()
+        self._client = client
+        self._call = None  # the gRPC future to cancel with this one
+
+    def cancel(self):
+        if not super().cancel():
+            return False
+        call = self._call
+        if call is not None:
+            call.cancel()
+        return True
+
+    def add_done_callback(self, fn):
+        if self.done():
+            fn(self)
+            return
+        client = self._client
+
+        def on_client_thread(future):
+            # gRPC runs its callbacks on the thread that delivers every
+            # streamed message of the channel: a download there would wait
+            # for itself.
+            try:
+                client._background().submit(fn, future)
+            except RuntimeError:  # the client is closed: no threads left
+                fn(future)
+
+        super().add_done_callback(on_client_thread)
+
+
+def _settle(future, value=None, error=None):
+    """Sets a pending Future's result (or error); nothing when it was
+    cancelled meanwhile."""
+    if not future.set_running_or_notify_cancel():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(value)
+
+
+def _call_async(client, fn):
+    """A :class:`Future` of ``fn()`` run on one of the client's threads
+    (for work that makes blocking calls)."""
+    future = Future(client)
+
+    def run():
+        if future.cancelled():
+            return
+        try:
+            value = fn()
+        except Exception as err:  # noqa: BLE001 - every failure goes to the future
+            _settle(future, error=err)
+        else:
+            _settle(future, value)
+
+    client._background().submit(run)
+    return future
+
+
+def _rpc_async(client, method, request, finish, *, blocking=False, discard=None):
+    """Sends ``request`` through ``method.future`` and returns a
+    :class:`Future` of ``finish(reply)``, or of the error ``_rpc`` would
+    raise (``from_rpc_error``). ``blocking``: ``finish`` makes calls of its
+    own, so it runs on a client thread rather than gRPC's. ``discard``:
+    given when ``finish`` owns something on the server (results stored
+    under temporary names); the request then runs to its end even when the
+    Future is cancelled, and ``discard(reply)`` (on a client thread) runs
+    instead of ``finish``, so nothing is left behind."""
+    future = Future(client)
+    call = method.future(request)
+    if discard is None:
+        future._call = call
+        if future.cancelled():
+            call.cancel()
+
+    def complete(reply):
+        if future.cancelled():
+            if discard is not None:
+                discard(reply)
+            return
+        try:
+            value = finish(reply)
+        except Exception as err:  # noqa: BLE001 - every failure goes to the future
+            _settle(future, error=err)
+        else:
+            _settle(future, value)
+
+    def done(call):
+        if call.cancelled():
+            _settle(future, error=CancelledError("the call was cancelled"))
+            return
+        err = call.exception()
+        if err is not None:
+            _settle(future, error=from_rpc_error(err) if isinstance(err, grpc.RpcError) else err)
+            return
+        reply = call.result()
+        if not blocking:
+            complete(reply)
+            return
+        try:
+            client._background().submit(complete, reply)
+        except RuntimeError:
+            _settle(future, error=Error("the client was closed before the reply was read"))
+
+    call.add_done_callback(done)
+    return future
 
 
 def connect(target=DEFAULT_TARGET, *, timeout=10.0, token=None, root_certificates=None,
@@ -155,6 +289,14 @@ class ExecuteResult(list):
         self.timings = timings
 
 
+def _execute_result(reply):
+    values = [
+        inline_to_numpy(o.value) if o.HasField("value") else ArrayInfo(o.info)
+        for o in reply.outputs
+    ]
+    return ExecuteResult(values, reply.timings)
+
+
 class Client:
     """A connection to one gpuflowd. Thread-safe; close it (or use ``with``)
     when done."""
@@ -208,6 +350,8 @@ class Client:
             channel = grpc.intercept_channel(channel, _BearerToken(token))
         self.stub = service_pb2_grpc.GpuFlowStub(channel)
         self._limits = None
+        self._pool_lock = threading.Lock()
+        self._pool = None
 
     def _why_unreachable(self):
         """What gRPC says went wrong connecting (a refused connection, a TLS
@@ -242,7 +386,23 @@ class Client:
         info = _rpc(self.stub.CreateSession, request)
         return Session(self, info)
 
+    def _background(self):
+        """The client's threads for asynchronous work that blocks on calls
+        of its own (downloads, deletes) and for Future callbacks, started
+        on first use."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=4, thread_name_prefix="gpuflow-async")
+            return self._pool
+
     def close(self):
+        """Closes the channel; calls still in flight fail with
+        :class:`CancelledError`."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
         self._channel.close()
 
     def __enter__(self):
@@ -310,8 +470,11 @@ class Session:
 
     def _delete_released(self):
         """Deletes temporary arrays whose RemoteArrays are gone."""
-        while self._released and not self.closed:
-            name = self._released.popleft()
+        while not self.closed:
+            try:
+                name = self._released.popleft()
+            except IndexError:  # empty, or another thread took the last one
+                return
             try:
                 self.delete(name)
             except Error:
@@ -396,6 +559,18 @@ class Session:
         numpy arrays (or :class:`ArrayInfo` for stored outputs), with
         ``.timings`` (the server's ``Timings`` message).
         """
+        request = self._execute_request(graph, outputs, profile, allow_tf32)
+        return _execute_result(_rpc(self._stub.Execute, request))
+
+    def execute_async(self, graph, outputs, *, profile=False, allow_tf32=False):
+        """:meth:`execute` without waiting: returns a :class:`Future` of its
+        :class:`ExecuteResult`. Any number may be in flight on one session,
+        from any threads; the server runs them side by side. A bad node
+        raises here; what the server refuses, from ``result()``."""
+        request = self._execute_request(graph, outputs, profile, allow_tf32)
+        return _rpc_async(self._client, self._stub.Execute, request, _execute_result)
+
+    def _execute_request(self, graph, outputs, profile, allow_tf32):
         request = service_pb2.ExecuteRequest(
             session_id=self.id, graph=graph.proto, profile=profile, allow_tf32=allow_tf32
         )
@@ -407,12 +582,7 @@ class Session:
         else:
             for node in outputs:
                 request.outputs.add(node=_node_id(graph, node), return_inline=True)
-        reply = _rpc(self._stub.Execute, request)
-        values = [
-            inline_to_numpy(o.value) if o.HasField("value") else ArrayInfo(o.info)
-            for o in reply.outputs
-        ]
-        return ExecuteResult(values, reply.timings)
+        return request
 
     # -- session ------------------------------------------------------------
 

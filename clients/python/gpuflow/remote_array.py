@@ -10,9 +10,12 @@
 
 Operations on RemoteArrays only record a node; ``.get()``,
 ``gpuflow.evaluate`` and ``.persist`` send the graph that produced the
-requested arrays in one ``Execute``, where the server fuses it. Shapes and
-dtypes are inferred client-side with the server's rules (NumPy 2's), so
-``shape``/``dtype`` need no round trip and shape errors raise at once.
+requested arrays in one ``Execute``, where the server fuses it.
+``.get_async()`` and ``gpuflow.evaluate_async`` send it without waiting and
+return a :class:`gpuflow.Future`, so one thread keeps several in flight.
+Shapes and dtypes are inferred client-side with the server's rules (NumPy
+2's), so ``shape``/``dtype`` need no round trip and shape errors raise at
+once.
 
 Values are immutable: an operation makes a new RemoteArray. What looks like
 an in-place update rebinds the Python object to a new value: ``a[idx] = v``,
@@ -314,18 +317,25 @@ def _nbytes(expr):
     return math.prod(expr.shape) * _inference.itemsize(expr.dtype)
 
 
-def _execute(session, exprs, names, profile=False):
-    """Evaluates ``exprs`` in one Execute. ``names[i]``: store the value in
-    the session under that name (giving an ArrayInfo), or None (giving a
-    numpy array). Returns (values, timings or None)."""
-    session._check_open()
-    session._delete_released()
-    results = [None] * len(exprs)
-    timings = None
-    plan = []  # (index, "inline" | "store" | "temp", name)
-    first_inline = {}
-    ops = [e for e in exprs if e.op is not None]
-    if ops:
+class _Evaluation:
+    """One evaluation of ``exprs`` (see :func:`_execute`): the Execute to
+    send (None when every expr is a session array, so only downloads are
+    needed) and how each reply output maps back to its expr."""
+
+    def __init__(self, session, exprs, names, profile):
+        session._check_open()
+        session._delete_released()
+        self.session = session
+        # Held until the reply is read: the temporaries the graph reads
+        # (uploads) are deleted once their exprs are gone.
+        self.exprs = exprs
+        self.names = names
+        self.plan = []  # (index, "inline" | "store" | "temp", name)
+        self.first_inline = {}
+        self.request = None
+        ops = [e for e in exprs if e.op is not None]
+        if not ops:
+            return
         max_inline = session.client.limits.max_inline_bytes
         budget = _INLINE_BUDGET
         g, nodes = _build_graph(ops)
@@ -336,47 +346,93 @@ def _execute(session, exprs, names, profile=False):
             node = nodes[id(e)].id
             if name is not None:
                 request.outputs.add(node=node, store_as=name)
-                plan.append((i, "store", name))
-            elif id(e) in first_inline:
+                self.plan.append((i, "store", name))
+            elif id(e) in self.first_inline:
                 continue
             else:
-                first_inline[id(e)] = i
+                self.first_inline[id(e)] = i
                 nbytes = _nbytes(e)
                 if nbytes <= max_inline and nbytes <= budget:
                     budget -= nbytes
                     request.outputs.add(node=node, return_inline=True)
-                    plan.append((i, "inline", None))
+                    self.plan.append((i, "inline", None))
                 else:
                     temp = session._new_temp_name()
                     request.outputs.add(node=node, store_as=temp)
-                    plan.append((i, "temp", temp))
-        reply = _client._rpc(session._stub.Execute, request)
-        timings = reply.timings
-        try:
-            for (i, kind, name), out in zip(plan, reply.outputs):
-                if kind == "inline":
-                    results[i] = inline_to_numpy(out.value)
-                elif kind == "store":
-                    results[i] = _client.ArrayInfo(out.info)
-                else:
-                    results[i] = session.download(name)
-        finally:
-            for _, kind, name in plan:
-                if kind == "temp":
-                    try:
-                        session.delete(name)
-                    except Error:
-                        pass
-    for i, (e, name) in enumerate(zip(exprs, names)):
-        if results[i] is not None:
-            continue
-        if e.op is not None:  # a repeat of an inline output
-            results[i] = results[first_inline[id(e)]].copy()
-        elif name is None:
-            results[i] = session.download(e.array_name)
-        else:
-            results[i] = session.info(name)
-    return results, timings
+                    self.plan.append((i, "temp", temp))
+        self.request = request
+
+    @property
+    def has_temps(self):
+        """Whether the Execute stores results under temporary names."""
+        return any(kind == "temp" for _, kind, _ in self.plan)
+
+    @property
+    def blocking(self):
+        """Whether reading the reply makes calls (downloads, deletes)."""
+        return self.has_temps or any(e.op is None for e in self.exprs)
+
+    def results(self, reply):
+        """(values, timings or None) from the Execute's reply (None when
+        there was no Execute); downloads and deletes the temporaries."""
+        session, exprs, names = self.session, self.exprs, self.names
+        results = [None] * len(exprs)
+        timings = None
+        if reply is not None:
+            timings = reply.timings
+            try:
+                for (i, kind, name), out in zip(self.plan, reply.outputs):
+                    if kind == "inline":
+                        results[i] = inline_to_numpy(out.value)
+                    elif kind == "store":
+                        results[i] = _client.ArrayInfo(out.info)
+                    else:
+                        results[i] = session.download(name)
+            finally:
+                self.delete_temps()
+        for i, (e, name) in enumerate(zip(exprs, names)):
+            if results[i] is not None:
+                continue
+            if e.op is not None:  # a repeat of an inline output
+                results[i] = results[self.first_inline[id(e)]].copy()
+            elif name is None:
+                results[i] = session.download(e.array_name)
+            else:
+                results[i] = session.info(name)
+        return results, timings
+
+    def delete_temps(self, reply=None):
+        for _, kind, name in self.plan:
+            if kind == "temp":
+                try:
+                    self.session.delete(name)
+                except Error:
+                    pass
+
+
+def _execute(session, exprs, names, profile=False):
+    """Evaluates ``exprs`` in one Execute. ``names[i]``: store the value in
+    the session under that name (giving an ArrayInfo), or None (giving a
+    numpy array). Returns (values, timings or None)."""
+    run = _Evaluation(session, exprs, names, profile)
+    reply = None if run.request is None else _client._rpc(session._stub.Execute, run.request)
+    return run.results(reply)
+
+
+def _execute_async(session, exprs, names, profile=False, then=None):
+    """:func:`_execute` without waiting: a :class:`gpuflow.Future` of
+    ``then(values, timings)`` (default: the pair)."""
+    run = _Evaluation(session, exprs, names, profile)
+
+    def finish(reply):
+        values, timings = run.results(reply)
+        return (values, timings) if then is None else then(values, timings)
+
+    if run.request is None:
+        return _client._call_async(session.client, lambda: finish(None))
+    return _client._rpc_async(session.client, session._stub.Execute, run.request, finish,
+                              blocking=run.blocking,
+                              discard=run.delete_temps if run.has_temps else None)
 
 
 def to_graph(*arrays):
@@ -406,6 +462,28 @@ def evaluate(*arrays, profile=False):
     session = session_of(arrays)
     values, timings = _execute(session, [a._expr for a in arrays], [None] * len(arrays), profile)
     return _client.ExecuteResult(values, timings)
+
+
+def evaluate_async(*arrays, profile=False):
+    """:func:`evaluate` without waiting: returns a :class:`gpuflow.Future`
+    of its :class:`gpuflow.ExecuteResult`. Any number may be in flight on
+    one session (the server runs them side by side); the arrays may change
+    meanwhile (a new value rebinds the Python object, never the value that
+    was sent). Misuse raises here; what the server refuses, from
+    ``result()``."""
+    if len(arrays) == 1 and isinstance(arrays[0], (list, tuple)):
+        arrays = tuple(arrays[0])
+    for a in arrays:
+        if not isinstance(a, RemoteArray):
+            raise TypeError(f"evaluate_async takes RemoteArrays, got {type(a).__name__}")
+    if not arrays:
+        done = _client.Future(None)
+        done.set_running_or_notify_cancel()
+        done.set_result(_client.ExecuteResult([], None))
+        return done
+    session = session_of(arrays)
+    return _execute_async(session, [a._expr for a in arrays], [None] * len(arrays), profile,
+                          then=_client.ExecuteResult)
 
 
 def persist(named):
@@ -529,6 +607,25 @@ class RemoteArray(ArrayMembers):
             np.copyto(out, value, casting="unsafe")
             return out
         return value
+
+    def get_async(self, order="C", out=None):
+        """:meth:`get` without waiting: returns a :class:`gpuflow.Future` of
+        the numpy array (of ``out``, filled, when given; do not read ``out``
+        before the Future is done). Several may be in flight on one session
+        (the server runs them side by side)."""
+        if order not in ("C", "A", "K"):
+            raise ValueError("gpuflow returns C-contiguous arrays only")
+        if out is not None and out.shape != self.shape:
+            raise ValueError(f"out has shape {out.shape}, the array has {self.shape}")
+
+        def value_of(values, timings):
+            (value,) = values
+            if out is None:
+                return value
+            np.copyto(out, value, casting="unsafe")
+            return out
+
+        return _execute_async(self.session, [self._expr], [None], then=value_of)
 
     def persist(self, name):
         """Stores the value in the session under ``name`` and rebinds this
