@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <optional>
 #include <utility>
@@ -27,6 +28,25 @@ struct Connection {
 
   absl::Mutex mutex;
   std::optional<v1::Limits> limits ABSL_GUARDED_BY(mutex);
+  // ExecuteAsync calls not yet ended. The destructor waits for them: the
+  // channel must not go away under a call, nor be destroyed on one of
+  // gRPC's callback threads (which a call holding the connection would do).
+  int calls_in_flight ABSL_GUARDED_BY(mutex) = 0;
+
+  ~Connection() {
+    absl::MutexLock lock(&mutex);
+    mutex.Await(absl::Condition(
+        +[](int* in_flight) { return *in_flight == 0; }, &calls_in_flight));
+  }
+
+  void BeginCall() {
+    absl::MutexLock lock(&mutex);
+    ++calls_in_flight;
+  }
+  void EndCall() {
+    absl::MutexLock lock(&mutex);
+    --calls_in_flight;
+  }
 
   // A context carrying the call deadline, if any, and the bearer token.
   std::unique_ptr<grpc::ClientContext> NewContext() const {
@@ -294,6 +314,43 @@ absl::StatusOr<int64_t> Session::Delete(absl::string_view name) const {
 absl::StatusOr<v1::ExecuteResponse> Session::Execute(v1::ExecuteRequest request) const {
   request.set_session_id(id_);
   return connection_->Call(&v1::GpuFlow::Stub::Execute, request);
+}
+
+std::future<absl::StatusOr<v1::ExecuteResponse>> Session::ExecuteAsync(
+    v1::ExecuteRequest request) const {
+  // What the call needs until its callback: gRPC reads the context, request
+  // and response by pointer. The connection outlives the call (its
+  // destructor waits for EndCall).
+  struct Call {
+    internal::Connection* connection;
+    std::unique_ptr<grpc::ClientContext> context;
+    v1::ExecuteRequest request;
+    v1::ExecuteResponse response;
+    std::promise<absl::StatusOr<v1::ExecuteResponse>> promise;
+  };
+  request.set_session_id(id_);
+  auto call = std::make_shared<Call>(Call{.connection = connection_.get(),
+                                          .context = connection_->NewContext(),
+                                          .request = std::move(request),
+                                          .response = {},
+                                          .promise = {}});
+  std::future<absl::StatusOr<v1::ExecuteResponse>> future = call->promise.get_future();
+  connection_->BeginCall();
+  auto done = [call](grpc::Status status) {
+    // The context holds a reference to the channel, and the channel must
+    // not be destroyed on this thread: let it go while the connection lives.
+    call->context.reset();
+    if (status.ok()) {
+      call->promise.set_value(std::move(call->response));
+    } else {
+      call->promise.set_value(FromGrpcStatus(status));
+    }
+    // Last: the connection may be destroyed from here on.
+    call->connection->EndCall();
+  };
+  connection_->stub->async()->Execute(call->context.get(), &call->request, &call->response,
+                                      std::move(done));
+  return future;
 }
 
 absl::StatusOr<v1::BenchmarkResponse> Session::Benchmark(v1::BenchmarkRequest request) const {

@@ -7,6 +7,9 @@
 //   absl::StatusOr<v1::ExecuteRequest> request = ParseGraphJson(json);  // graph_json.h
 //   absl::StatusOr<v1::ExecuteResponse> result = s->Execute(*request);
 //   absl::StatusOr<Array> y = s->Download("y");
+//   std::future<absl::StatusOr<v1::ExecuteResponse>> later = s->ExecuteAsync(*request);
+//   ...                                              // more requests in flight meanwhile
+//   absl::StatusOr<v1::ExecuteResponse> done = later.get();
 //   s->Close();
 //
 // Errors: every call returns the server's gRPC status as an absl::Status
@@ -22,7 +25,9 @@
 // Lifetime and threads: Client and Session are cheap, copyable handles on
 // one shared connection, which lives while any handle does. Both are
 // thread-safe: any number of threads may call them at once (each call is one
-// RPC, or one stream for Upload and Download). A Session does not close
+// RPC, or one stream for Upload and Download), and any number of
+// ExecuteAsync calls may be in flight; destroying the last handle waits for
+// those to end. A Session does not close
 // itself when its handles go away: call Close(), or let the server expire it
 // after its idle TTL. That is what lets the CLI reuse a session id across
 // processes (Client::OpenSession).
@@ -32,6 +37,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -169,6 +175,12 @@ class Session {
   // Inline results come back in ExecuteResponse.outputs[i].value (FromInline
   // turns one into an Array).
   absl::StatusOr<v1::ExecuteResponse> Execute(v1::ExecuteRequest request) const;
+  // Execute without waiting (gRPC's callback API): sends the request and
+  // returns at once; the future holds what Execute would return, with the
+  // same codes and messages. The call runs to its end (or the client's
+  // call_timeout); the last handle of the connection waits for it when
+  // destroyed, so the future may outlive every handle.
+  std::future<absl::StatusOr<v1::ExecuteResponse>> ExecuteAsync(v1::ExecuteRequest request) const;
   // Times a graph (see BenchmarkRequest). The session_id is set likewise.
   absl::StatusOr<v1::BenchmarkResponse> Benchmark(v1::BenchmarkRequest request) const;
 

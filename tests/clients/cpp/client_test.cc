@@ -3,13 +3,16 @@
 
 #include <cmath>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "clients/cpp/array.h"
 #include "clients/cpp/graph_json.h"
@@ -209,6 +212,99 @@ TEST_F(ClientTest, ExecuteErrorsNameTheNode) {
     "outputs": [{"node": "n", "returnInline": true}]})"));
   EXPECT_THAT(session_->Execute(request),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'n'")));
+}
+
+// `x * k` for a float32 array x, its result returned inline.
+v1::ExecuteRequest ScaleRequest(float k) {
+  v1::ExecuteRequest request;
+  v1::Node* node = request.mutable_graph()->add_nodes();
+  node->set_id("y");
+  node->set_op("mul");
+  node->add_inputs()->set_array("x");
+  node->add_inputs()->mutable_scalar()->set_float_value(k);
+  v1::OutputSpec* output = request.add_outputs();
+  output->set_node("y");
+  output->set_return_inline(true);
+  return request;
+}
+
+TEST_F(ClientTest, ExecuteAsyncKeepsManyRequestsInFlight) {
+  ASSERT_OK_AND_ASSIGN(Array x, Array::FromValues<float>({5}, {1, 2, 3, -4, 0.5f}));
+  ASSERT_THAT(session_->Upload("x", x), IsOk());
+  std::vector<std::future<absl::StatusOr<v1::ExecuteResponse>>> futures;
+  for (int k = 0; k < 16; ++k) futures.push_back(session_->ExecuteAsync(ScaleRequest(k)));
+  for (int k = 0; k < 16; ++k) {
+    SCOPED_TRACE(k);
+    ASSERT_OK_AND_ASSIGN(v1::ExecuteResponse response, futures[k].get());
+    ASSERT_THAT(response.outputs(), SizeIs(1));
+    ASSERT_OK_AND_ASSIGN(Array y, FromInline(response.outputs(0).value()));
+    EXPECT_THAT(y.ValuesAs<float>(),
+                ElementsAre(1.0f * k, 2.0f * k, 3.0f * k, -4.0f * k, 0.5f * k));
+    // The same as the synchronous call.
+    ASSERT_OK_AND_ASSIGN(v1::ExecuteResponse sync, session_->Execute(ScaleRequest(k)));
+    EXPECT_EQ(sync.outputs(0).value().SerializeAsString(),
+              response.outputs(0).value().SerializeAsString());
+  }
+}
+
+TEST_F(ClientTest, ExecuteAsyncKeepsTheServerErrorCodeAndMessage) {
+  // No array "x" in this session.
+  std::future<absl::StatusOr<v1::ExecuteResponse>> future = session_->ExecuteAsync(ScaleRequest(2));
+  const absl::StatusOr<v1::ExecuteResponse> sync = session_->Execute(ScaleRequest(2));
+  EXPECT_THAT(sync, StatusIs(absl::StatusCode::kNotFound, HasSubstr("'x'")));
+  const absl::StatusOr<v1::ExecuteResponse> result = future.get();
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kNotFound, HasSubstr("'x'")));
+  EXPECT_EQ(result.status(), sync.status());
+}
+
+TEST_F(ClientTest, ExecuteAsyncFromManyThreadsAtOnce) {
+  ASSERT_OK_AND_ASSIGN(Array x, Array::FromValues<float>({2}, {3, 4}));
+  ASSERT_THAT(session_->Upload("x", x), IsOk());
+  absl::Mutex mutex;
+  std::vector<float> sums;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<std::future<absl::StatusOr<v1::ExecuteResponse>>> futures;
+      for (int i = 0; i < 8; ++i) {
+        futures.push_back(session_->ExecuteAsync(ScaleRequest(t * 8 + i)));
+      }
+      for (auto& future : futures) {
+        absl::StatusOr<v1::ExecuteResponse> result = future.get();
+        float sum = -1;
+        if (result.ok()) {
+          absl::StatusOr<Array> y = FromInline(result->outputs(0).value());
+          if (y.ok()) sum = y->ValuesAs<float>()[0] + y->ValuesAs<float>()[1];
+        }
+        absl::MutexLock lock(&mutex);
+        sums.push_back(sum);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  std::vector<float> expected;
+  for (int k = 0; k < 32; ++k) expected.push_back(7.0f * k);
+  EXPECT_THAT(sums, ::testing::UnorderedElementsAreArray(expected));
+}
+
+TEST_F(ClientTest, ExecuteAsyncOutlivesItsHandles) {
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(server_->address()));
+  ASSERT_OK_AND_ASSIGN(Session session, client.CreateSession({.label = "handles"}));
+  ASSERT_OK_AND_ASSIGN(Array x, Array::FromValues<float>({1}, {5}));
+  ASSERT_THAT(session.Upload("x", x), IsOk());
+  const std::string id = session.id();
+  std::vector<std::future<absl::StatusOr<v1::ExecuteResponse>>> futures;
+  {
+    const Session moved = std::move(session);
+    const Client gone = std::move(client);
+    for (int k = 0; k < 8; ++k) futures.push_back(moved.ExecuteAsync(ScaleRequest(k)));
+  }  // the last handles go here: they wait for the calls in flight
+  for (int k = 0; k < 8; ++k) {
+    ASSERT_OK_AND_ASSIGN(v1::ExecuteResponse response, futures[k].get());
+    ASSERT_OK_AND_ASSIGN(Array y, FromInline(response.outputs(0).value()));
+    EXPECT_THAT(y.ValuesAs<float>(), ElementsAre(5.0f * k));
+  }
+  EXPECT_THAT(client_->OpenSession(id).Close(), IsOk());
 }
 
 TEST_F(ClientTest, BenchmarkReturnsEveryRepeat) {
