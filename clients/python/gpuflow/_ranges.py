@@ -64,8 +64,12 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
         a0 = start if isinstance(start, RemoteArray) else asarray(start, session=session)
         a1 = stop if isinstance(stop, RemoteArray) else asarray(stop, session=session)
-        dt = _inexact([_inference.Type(a0._expr.dtype, a0.shape),
-                       _inference.Type(a1._expr.dtype, a1.shape)])
+        # A Python scalar beside an array is weak, as in NumPy 2:
+        # linspace(0, float32 array) stays float32.
+        dt = _inexact([_inference.Type.weak_scalar(x)
+                       if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+                       else _inference.Type(a._expr.dtype, a.shape)
+                       for x, a in ((start, a0), (stop, a1))])
         delta = UFUNCS["subtract"](a1, a0, dtype=dt)
         y = _arange(num, dt, session).reshape((-1,) + (1,) * delta.ndim)
         index = _arange(num, "int64", session).reshape(y.shape)

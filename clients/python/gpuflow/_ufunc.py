@@ -131,6 +131,11 @@ class ufunc:  # noqa: N801 - NumPy's name
         converted = []
         for i, (x, t) in enumerate(zip(inputs, types)):
             if t.weak:
+                # NumPy 2: a Python scalar goes into the loop if its kind
+                # does (a float into an integer loop does not), except
+                # under casting="unsafe".
+                if casting != "unsafe" and not _inference.can_cast(t.dtype, target, "same_kind"):
+                    raise _inference.cast_error(name, i, t.dtype, target, casting)
                 value = _inference.convert_scalar(x, target)
                 converted.append(cast(value, target) if target == "bfloat16" else value)
                 continue
