@@ -205,6 +205,13 @@ def isolation_section(iso):
     return text
 
 
+def async_section(a):
+    return table(["one Python client, tiny Execute", "req/s"], [
+        ["one call at a time (`Session.execute`)", f"{a['sync_rps']:.0f}"],
+        [f"{a['in_flight']} in flight (`Session.execute_async`)", f"{a['async_rps']:.0f}"],
+    ]) + f"\n\nIn flight / one at a time: {ratio(a.get('ratio'))} ({a['n']} calls each)."
+
+
 def concurrency_section(conc):
     rows = []
     for row in conc.get("rounds", []):
@@ -317,6 +324,7 @@ def render_body(results, level="###"):
         latency_phases_section)
     add("Isolation: a tiny Execute beside another session's long matmuls", "isolation",
         isolation_section)
+    add("One client with requests in flight", "async", async_section)
     add("Throughput with concurrent clients", "concurrency", concurrency_section)
     add("Transfers, C++ client (bench/transfer_bench), 1 MiB chunks", "transfers_cpp",
         lambda s: table(TRANSFER_HEADER, transfer_rows(s)))

@@ -9,7 +9,8 @@ then measures, each section on its own (a failure is recorded and the run
 goes on), saving OUTDIR/results.json after each:
   latency, latency_phases (bench/latency_phases.py: where a small Execute's
   time goes), isolation (bench/isolation_bench.py: a tiny Execute beside
-  another session's long matmuls), then kernels (bench/gpu_bench.py), then
+  another session's long matmuls), async (one Python client, 8 requests in
+  flight, against one at a time), then kernels (bench/gpu_bench.py), then
   concurrency, transfers_cpp,
   transfers_python (bench/service_bench.py), then cache_warmup
   (bench/cache_warmup.py, fresh servers). The kernels stop starting new
@@ -47,7 +48,7 @@ import service_bench  # noqa: E402
 import gpuflow  # noqa: E402
 import numpy as np  # noqa: E402
 
-SECTIONS = ("latency", "latency_phases", "isolation", "kernels", "concurrency", "transfers_cpp",
+SECTIONS = ("latency", "latency_phases", "isolation", "async", "kernels", "concurrency", "transfers_cpp",
             "transfers_python", "cache_warmup")
 
 
@@ -215,6 +216,8 @@ class Run:
             self.target, plan["latency_n"] // 4, 50))
         self.section("isolation", 20, lambda: isolation_bench.measure_isolation(
             self.target, plan["latency_n"] // 2, 256 if a.small else 8192, log=log))
+        self.section("async", 10, lambda: service_bench.measure_async(
+            self.session, plan["latency_n"] // 2))
         self.section("kernels", 60, self.kernels)
         self.section("concurrency", 40, lambda: service_bench.measure_concurrency(
             self.target, self.echo_target, plan["concurrency"], plan["duration"], self.gen_dir, log))
