@@ -357,6 +357,8 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* GpuFlowService::UploadArray(
 
 // Streams a header then the bytes of a snapshot of the array (the buffer is
 // shared, so replacing or deleting the array meanwhile does not matter).
+// Two messages take turns: while gRPC sends one, the next chunk is copied
+// from the device into the other.
 class GpuFlowService::DownloadReactor final
     : public grpc::ServerWriteReactor<v1::DownloadArrayResponse> {
  public:
@@ -371,21 +373,31 @@ class GpuFlowService::DownloadReactor final
   }
 
   void OnWriteDone(bool ok) override {
-    if (!ok || session_closed_.load()) {
-      End(absl::CancelledError(session_closed_.load() ? "download cancelled: the session was closed"
-                                                      : "download cancelled"));
-      return;
+    std::optional<absl::Status> end;
+    {
+      // Waits for the copy that followed the write now done.
+      absl::MutexLock lock(&mu_);
+      if (!ok || session_closed_.load()) {
+        end = absl::CancelledError(session_closed_.load()
+                                       ? "download cancelled: the session was closed"
+                                       : "download cancelled");
+      } else if (!copy_status_.ok()) {
+        end = copy_status_;
+      } else if (!next_ready_) {
+        // The last chunks may still be on their way to a slow reader: the
+        // session counts as busy until the call is done (OnDone), so it does
+        // not expire under a download the client is still reading.
+        draining_.emplace(registry_.BeginRequest(session_));
+        end = absl::OkStatus();
+      } else {
+        current_ ^= 1;
+        next_ready_ = false;
+        StartWrite(&responses_[current_]);
+        CopyNextChunk();
+      }
     }
-    if (sent_ == array_.num_bytes()) {
-      // The last chunks may still be on their way to a slow reader: the
-      // session counts as busy until the call is done (OnDone), so it does
-      // not expire under a download the client is still reading.
-      draining_.emplace(registry_.BeginRequest(session_));
-      End(absl::OkStatus());
-      return;
-    }
-    absl::Status status = WriteNextChunk();
-    if (!status.ok()) End(status);
+    // Outside the lock: OnDone may delete this as soon as Finish is called.
+    if (end.has_value()) End(*end);
   }
 
   void OnDone() override { delete this; }
@@ -422,27 +434,30 @@ class GpuFlowService::DownloadReactor final
     chunk_bytes_ = request.chunk_bytes() == 0
                        ? service.options_.default_chunk_bytes
                        : std::min(request.chunk_bytes(), service.options_.max_chunk_bytes);
-    FillArrayInfo(request.name(), array_, response_.mutable_header());
-    StartWrite(&response_);
+    FillArrayInfo(request.name(), array_, responses_[0].mutable_header());
+    // OnWriteDone may run on another thread before the copy ends.
+    absl::MutexLock lock(&mu_);
+    StartWrite(&responses_[0]);
+    CopyNextChunk();
     return absl::OkStatus();
   }
 
-  absl::Status WriteNextChunk() {
-    const int64_t n = std::min(chunk_bytes_, array_.num_bytes() - sent_);
-    std::string* chunk = response_.mutable_chunk();
+  // Copies the next chunk into the message not being sent; a failure ends
+  // the call once the write in flight is done (Finish must wait for it).
+  void CopyNextChunk() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const int64_t n = std::min(chunk_bytes_, array_.num_bytes() - copied_);
+    if (n <= 0) return;
+    std::string* chunk = responses_[current_ ^ 1].mutable_chunk();
     chunk->resize(n);
     Stream& stream = session_->stream();
-    if (absl::Status s = backend_->CopyToHost(*array_.buffer, sent_, n, chunk->data(), stream);
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = backend_->Synchronize(stream); !s.ok()) return s;
-    sent_ += n;
+    copy_status_ = backend_->CopyToHost(*array_.buffer, copied_, n, chunk->data(), stream);
+    if (copy_status_.ok()) copy_status_ = backend_->Synchronize(stream);
+    if (!copy_status_.ok()) return;
+    copied_ += n;
+    next_ready_ = true;
     // A long download keeps its session alive.
     registry_.Touch(*session_);
     if (metrics_ != nullptr) metrics_->AddTransferBytes(TransferDirection::kDownload, n);
-    StartWrite(&response_);
-    return absl::OkStatus();
   }
 
   SessionRegistry& registry_;
@@ -451,8 +466,15 @@ class GpuFlowService::DownloadReactor final
   std::shared_ptr<Session> session_;
   Array array_;
   int64_t chunk_bytes_ = 0;
-  int64_t sent_ = 0;
-  v1::DownloadArrayResponse response_;
+  // Bytes copied from the device into messages so far.
+  int64_t copied_ = 0;
+  // responses_[current_] is being sent; the other holds the next chunk once
+  // next_ready_.
+  absl::Mutex mu_;
+  v1::DownloadArrayResponse responses_[2] ABSL_GUARDED_BY(mu_);
+  int current_ ABSL_GUARDED_BY(mu_) = 0;
+  bool next_ready_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status copy_status_ ABSL_GUARDED_BY(mu_);
   ServerMetrics* const metrics_;
   std::atomic<bool> session_closed_{false};
   Session::CloseHook close_hook_;
