@@ -15,13 +15,13 @@
 
 namespace {
 
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    cudaError_t e = (call);                                                          \
-    if (e != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e));               \
-      std::exit(1);                                                                  \
-    }                                                                                \
+#define CHECK(call)                                                   \
+  do {                                                                \
+    cudaError_t e = (call);                                           \
+    if (e != cudaSuccess) {                                           \
+      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e)); \
+      std::exit(1);                                                   \
+    }                                                                 \
   } while (0)
 
 __global__ void Tiny(float* out, int n) {
