@@ -180,8 +180,12 @@ class Backend {
   virtual absl::StatusOr<std::unique_ptr<Stream>> CreateStream() = 0;
   // A stream whose work the device schedules ahead of other streams' when
   // both wait for room (CUDA stream priorities), for short requests beside
-  // long ones. Where priorities mean nothing (the CPU backend), a plain one.
-  virtual absl::StatusOr<std::unique_ptr<Stream>> CreatePriorityStream() { return CreateStream(); }
+  // long ones; it shares `beside`'s host staging memory (copies through the
+  // two take turns). Where priorities mean nothing (the CPU backend), a
+  // plain one.
+  virtual absl::StatusOr<std::unique_ptr<Stream>> CreatePriorityStream(const Stream& /*beside*/) {
+    return CreateStream();
+  }
   // Makes what is queued on `waiter` from now on wait for what is queued on
   // `other` now. A no-op where streams run work as it is queued.
   virtual absl::Status OrderAfter(Stream& /*waiter*/, Stream& /*other*/) {

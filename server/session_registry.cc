@@ -358,7 +358,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOp
   ExpireIdle();  // Expired sessions must not count against max_sessions.
   absl::StatusOr<std::unique_ptr<Stream>> stream = backend_.CreateStream();
   if (!stream.ok()) return stream.status();
-  absl::StatusOr<std::unique_ptr<Stream>> priority_stream = backend_.CreatePriorityStream();
+  absl::StatusOr<std::unique_ptr<Stream>> priority_stream = backend_.CreatePriorityStream(**stream);
   if (!priority_stream.ok()) return priority_stream.status();
 
   const Tenant* tenant = options.tenant.get();

@@ -111,8 +111,8 @@ class CudaBackend final : public Backend {
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override {
     return device_->CreateStream();
   }
-  absl::StatusOr<std::unique_ptr<Stream>> CreatePriorityStream() override {
-    return device_->CreateStream(device_->highest_priority());
+  absl::StatusOr<std::unique_ptr<Stream>> CreatePriorityStream(const Stream& beside) override {
+    return device_->CreateStream(device_->highest_priority(), &beside);
   }
   absl::Status OrderAfter(Stream& waiter, Stream& other) override {
     return device_->OrderAfter(static_cast<CudaStream&>(waiter), static_cast<CudaStream&>(other));

@@ -23,16 +23,19 @@ RunControlScope::RunControlScope(RunControl* control) : saved_(t_run_control) {
 
 RunControlScope::~RunControlScope() { t_run_control = saved_; }
 
+StagingRing::~StagingRing() {
+  cudaSetDevice(device);
+  absl::MutexLock lock(&mu);
+  for (StagingBuffer& b : buffers) {
+    if (b.done != nullptr) cudaEventSynchronize(b.done);
+    if (b.host != nullptr) cudaFreeHost(b.host);
+    if (b.done != nullptr) cudaEventDestroy(b.done);
+  }
+}
+
 StreamHandle::~StreamHandle() {
   cudaSetDevice(device);
-  {
-    absl::MutexLock lock(&staging_mu);
-    for (StagingBuffer& b : staging) {
-      if (b.done != nullptr) cudaEventSynchronize(b.done);
-      if (b.host != nullptr) cudaFreeHost(b.host);
-      if (b.done != nullptr) cudaEventDestroy(b.done);
-    }
-  }
+  staging.reset();  // waits for its copies, if this was its last stream
   if (blas != nullptr) cublasDestroy(blas);
   if (stream != nullptr) {
     if (cudaError_t e = cudaStreamDestroy(stream); e != cudaSuccess) {
@@ -115,10 +118,17 @@ MemoryStats DeviceRuntime::memory_stats() const {
   return stats;
 }
 
-absl::StatusOr<std::unique_ptr<Stream>> DeviceRuntime::CreateStream(int priority) {
+absl::StatusOr<std::unique_ptr<Stream>> DeviceRuntime::CreateStream(
+    int priority, const Stream* share_staging_with) {
   GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   auto handle = std::make_shared<StreamHandle>();
   handle->device = device_;
+  if (share_staging_with != nullptr) {
+    handle->staging = static_cast<const CudaStream*>(share_staging_with)->handle()->staging;
+  } else {
+    handle->staging = std::make_shared<StagingRing>();
+    handle->staging->device = device_;
+  }
   if (absl::Status s =
           Check(cudaStreamCreateWithPriority(&handle->stream, cudaStreamNonBlocking, priority),
                 "cudaStreamCreateWithPriority");
@@ -192,10 +202,11 @@ absl::Status DeviceRuntime::CopyToDevice(const void* src, CudaBuffer& dst, int64
   char* const device = static_cast<char*>(dst.data()) + offset;
   const char* const host = static_cast<const char*>(src);
   StreamHandle& h = *stream.handle();
-  absl::MutexLock lock(&h.staging_mu);
+  StagingRing& ring = *h.staging;
+  absl::MutexLock lock(&ring.mu);
   for (int64_t pos = 0; pos < n; pos += kStagingBytes) {
     const int64_t piece = std::min(kStagingBytes, n - pos);
-    absl::StatusOr<StagingBuffer*> b = NextStagingBuffer(h);
+    absl::StatusOr<StagingBuffer*> b = NextStagingBuffer(ring);
     if (!b.ok()) return b.status();
     if (*b == nullptr) {
       // No pinned memory: copy directly, and wait so `src` is free on return.
@@ -220,7 +231,8 @@ absl::Status DeviceRuntime::CopyToHost(const CudaBuffer& src, int64_t offset, in
   const char* const device = static_cast<const char*>(src.data()) + offset;
   char* const host = static_cast<char*>(dst);
   StreamHandle& h = *stream.handle();
-  absl::MutexLock lock(&h.staging_mu);
+  StagingRing& ring = *h.staging;
+  absl::MutexLock lock(&ring.mu);
   // Pieces go device -> pinned (DMA) -> dst; the next piece's DMA runs
   // while this one is copied out.
   struct Pending {
@@ -244,7 +256,7 @@ absl::Status DeviceRuntime::CopyToHost(const CudaBuffer& src, int64_t offset, in
     if (static_cast<int>(pending.size()) == kStagingBuffers - 1) {
       if (absl::Status s = drain_one(); !s.ok()) return s;
     }
-    absl::StatusOr<StagingBuffer*> b = NextStagingBuffer(h);
+    absl::StatusOr<StagingBuffer*> b = NextStagingBuffer(ring);
     if (!b.ok()) return b.status();
     if (*b == nullptr) {
       GPUFLOW_CUDA_RETURN_IF_ERROR(
@@ -276,15 +288,15 @@ absl::Status DeviceRuntime::Launch(cudaKernel_t kernel, dim3 grid, dim3 block,
       "cudaLaunchKernel");
 }
 
-absl::StatusOr<StagingBuffer*> DeviceRuntime::NextStagingBuffer(StreamHandle& h) {
-  if (h.staging_failed) return nullptr;
-  StagingBuffer& b = h.staging[h.next_staging];
-  h.next_staging = (h.next_staging + 1) % kStagingBuffers;
+absl::StatusOr<StagingBuffer*> DeviceRuntime::NextStagingBuffer(StagingRing& ring) {
+  if (ring.failed) return nullptr;
+  StagingBuffer& b = ring.buffers[ring.next];
+  ring.next = (ring.next + 1) % kStagingBuffers;
   if (b.host == nullptr) {
     if (cudaHostAlloc(&b.host, kStagingBytes, cudaHostAllocDefault) != cudaSuccess) {
       cudaGetLastError();  // not sticky: clear it
       b.host = nullptr;
-      h.staging_failed = true;
+      ring.failed = true;
       return nullptr;
     }
     if (absl::Status s = Check(cudaEventCreateWithFlags(&b.done, cudaEventDisableTiming),

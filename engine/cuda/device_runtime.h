@@ -43,18 +43,28 @@ struct StagingBuffer {
   cudaEvent_t done = nullptr;  // the last copy from or into `host` finished
 };
 
-// A CUDA stream plus the cuBLAS handle bound to it and its staging ring
-// (allocated on first use). Buffers allocated on the stream keep it alive,
-// since they are freed in its order.
+// A ring of staging buffers (allocated on first use), one copy through it
+// at a time. A session's two streams share one, so it holds pinned memory
+// once.
+struct StagingRing {
+  int device = 0;
+  absl::Mutex mu;
+  StagingBuffer buffers[kStagingBuffers] ABSL_GUARDED_BY(mu);
+  int next ABSL_GUARDED_BY(mu) = 0;
+  bool failed ABSL_GUARDED_BY(mu) = false;
+
+  ~StagingRing();
+};
+
+// A CUDA stream plus the cuBLAS handle bound to it and its staging ring.
+// Buffers allocated on the stream keep it alive, since they are freed in its
+// order.
 struct StreamHandle {
   int device = 0;
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   absl::Mutex blas_mu;
-  absl::Mutex staging_mu;
-  StagingBuffer staging[kStagingBuffers] ABSL_GUARDED_BY(staging_mu);
-  int next_staging ABSL_GUARDED_BY(staging_mu) = 0;
-  bool staging_failed ABSL_GUARDED_BY(staging_mu) = false;
+  std::shared_ptr<StagingRing> staging;
 
   ~StreamHandle();
 };
@@ -132,7 +142,10 @@ class DeviceRuntime {
 
   // `priority` as cudaStreamCreateWithPriority's (lower runs first); 0 is
   // the default and the lowest.
-  absl::StatusOr<std::unique_ptr<Stream>> CreateStream(int priority = 0);
+  // `share_staging_with` (may be null): a stream whose staging ring the new
+  // one uses too.
+  absl::StatusOr<std::unique_ptr<Stream>> CreateStream(int priority = 0,
+                                                       const Stream* share_staging_with = nullptr);
   // The highest priority the device offers.
   int highest_priority() const;
   // Work queued on `waiter` after this waits for work queued on `other`
@@ -157,10 +170,10 @@ class DeviceRuntime {
                       CudaStream& stream);
 
  private:
-  // The next staging buffer of `h`'s ring, once its previous copy is done;
+  // The next staging buffer of the ring, once its previous copy is done;
   // nullptr when pinned memory cannot be had (copies then go direct).
-  absl::StatusOr<StagingBuffer*> NextStagingBuffer(StreamHandle& h)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(h.staging_mu);
+  absl::StatusOr<StagingBuffer*> NextStagingBuffer(StagingRing& ring)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(ring.mu);
 
   const int device_;
   const cudaDeviceProp props_;

@@ -56,7 +56,7 @@ class FakeBackend final : public Backend {
   std::string device_description() const override { return "Fake \"device\" (CPU underneath)"; }
   bool healthy() const override { return healthy_.load(); }
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override { return cpu_->CreateStream(); }
-  absl::StatusOr<std::unique_ptr<Stream>> CreatePriorityStream() override {
+  absl::StatusOr<std::unique_ptr<Stream>> CreatePriorityStream(const Stream& /*beside*/) override {
     absl::StatusOr<std::unique_ptr<Stream>> stream = cpu_->CreateStream();
     if (stream.ok()) {
       absl::MutexLock lock(&mu_);
