@@ -25,11 +25,6 @@ import gpuflow  # noqa: E402
 import service_bench  # noqa: E402
 
 
-def _summary(times):
-    return {"p50_us": gpu_bench.percentile(times, 50) * 1e6,
-            "p99_us": gpu_bench.percentile(times, 99) * 1e6, "n": len(times)}
-
-
 def measure_isolation(target, n=1000, size=8192, warmup=50, log=print):
     client = gpuflow.connect(target, timeout=30)
     small = client.session(label="isolation_small")
@@ -63,8 +58,9 @@ def measure_isolation(target, n=1000, size=8192, warmup=50, log=print):
         loaded = service_bench.timed_calls(tiny, n, warmup)
         stop.set()
         worker.join(timeout=60)
-        out = {"matmul": f"float32 {size}x{size} @ {size}x{size}", "alone": _summary(alone),
-               "under_load": _summary(loaded), "matmuls_during": len(matmul_times),
+        out = {"matmul": f"float32 {size}x{size} @ {size}x{size}",
+               "alone": service_bench.summary(alone),
+               "under_load": service_bench.summary(loaded), "matmuls_during": len(matmul_times),
                "matmul_p50_ms": gpu_bench.percentile(matmul_times, 50) * 1e3
                if matmul_times else None}
         if errors:

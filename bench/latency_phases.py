@@ -23,19 +23,19 @@ import sys
 import time
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(BENCH, "..", "clients", "python"))
+sys.path.insert(0, BENCH)
 
 import numpy as np  # noqa: E402
 
+import gpu_bench  # noqa: E402 - also puts clients/python on sys.path
 import gpuflow  # noqa: E402
+import service_bench  # noqa: E402
 from gpuflow.v1 import service_pb2  # noqa: E402
+
+latency = service_bench.latency
 
 OPS = 10
 N_ELEMENTS = 4096
-
-
-def percentile(values, q):
-    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
 
 
 def free_port():
@@ -59,22 +59,6 @@ def chain_expression(x):
     return x
 
 
-def timed(fn, n, warmup):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return times
-
-
-def summary(times):
-    return {"p50_us": percentile(times, 50) * 1e6, "p99_us": percentile(times, 99) * 1e6,
-            "n": len(times)}
-
-
 PHASES = ("queue_seconds", "convert_seconds", "validate_seconds", "plan_seconds", "run_seconds",
           "transfer_seconds", "reply_seconds", "total_seconds", "gpu_seconds")
 
@@ -95,12 +79,12 @@ def measure(target, n, warmup):
         replies.append(stub.Execute(request))
 
     result = {
-        "keepalive_raw": summary(timed(lambda: stub.KeepAlive(keep), n, warmup)),
-        "execute_raw": summary(timed(raw_execute, n, warmup)),
-        "execute_session": summary(timed(lambda: session.execute(g, [out]), n, warmup)),
+        "keepalive_raw": latency(lambda: stub.KeepAlive(keep), n, warmup),
+        "execute_raw": latency(raw_execute, n, warmup),
+        "execute_session": latency(lambda: session.execute(g, [out]), n, warmup),
     }
     x = session.array("x")
-    result["remote_array_get"] = summary(timed(lambda: chain_expression(x).get(), n, warmup))
+    result["remote_array_get"] = latency(lambda: chain_expression(x).get(), n, warmup)
     timings = [r.timings for r in replies[warmup:]]
     phases = {}
     fields = {f.name for f in service_pb2.Timings.DESCRIPTOR.fields}
@@ -110,7 +94,7 @@ def measure(target, n, warmup):
         values = [getattr(t, phase) for t in timings
                   if phase != "gpu_seconds" or t.HasField("gpu_seconds")]
         if values:
-            phases[phase.replace("_seconds", "_p50_us")] = percentile(values, 50) * 1e6
+            phases[phase.replace("_seconds", "_p50_us")] = gpu_bench.percentile(values, 50) * 1e6
     result["server_phases"] = phases
     result["plan_cache_hits"] = sum(t.plan_cache_hit for t in timings)
     if "request_cache_hit" in fields:

@@ -208,10 +208,14 @@ def timed_calls(fn, n, warmup=0):
     return times
 
 
-def latency(call, n, warmup=50):
-    times = timed_calls(call, n, warmup)
+def summary(times):
+    """p50, p99 and mean in µs of call times in seconds, and their count."""
     return {"p50_us": percentile(times, 50) * 1e6, "p99_us": percentile(times, 99) * 1e6,
-            "mean_us": sum(times) / n * 1e6, "n": n}
+            "mean_us": sum(times) / len(times) * 1e6, "n": len(times)}
+
+
+def latency(call, n, warmup=50):
+    return summary(timed_calls(call, n, warmup))
 
 
 def measure_latency(session, echo, n):

@@ -1,6 +1,7 @@
 #include "server/graph_runner.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -24,6 +25,9 @@ struct GraphRunner::Prepared {
   double convert_seconds = 0;
   double validate_seconds = 0;
   double plan_seconds = 0;
+  // Nanoseconds the last successful Execute of it took; -1: none yet.
+  // Shared, so a request holding the entry records it without a lookup.
+  std::shared_ptr<std::atomic<int64_t>> last_run_ns = std::make_shared<std::atomic<int64_t>>(-1);
 };
 
 namespace {
@@ -59,6 +63,10 @@ bool ShortWork(const ValidatedGraph& graph) {
   }
   return bytes <= static_cast<double>(kShortWorkBytes) && flops <= kShortWorkFlops;
 }
+
+// Roughly what a request-cache entry holds: the key twice, the validated
+// graph and its plan a few times the key again.
+int64_t EntryBytes(const std::string& key) { return 4 * static_cast<int64_t>(key.size()); }
 
 double SecondsSince(absl::Time start) { return absl::ToDoubleSeconds(absl::Now() - start); }
 
@@ -367,10 +375,8 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
       return s;
     }
   }
-  if (key != nullptr) {
-    if (!request_hit) Remember(*key, prepared);
-    RecordRunTime(*key, absl::Now() - start);
-  }
+  prepared->last_run_ns->store(absl::ToInt64Nanoseconds(absl::Now() - start));
+  if (key != nullptr && !request_hit) Remember(*key, prepared);
   v1::Timings* t = response->mutable_timings();
   FillTimings(*run, t);
   t->set_queue_seconds(absl::ToDoubleSeconds(start - received));
@@ -437,9 +443,7 @@ std::shared_ptr<const GraphRunner::Prepared> GraphRunner::FindPrepared(
 }
 
 void GraphRunner::Remember(const RequestKey& key, std::shared_ptr<const Prepared> prepared) {
-  // Roughly what an entry holds: the key twice, the validated graph and its
-  // plan a few times the key again.
-  const int64_t size = 4 * static_cast<int64_t>(key.bytes.size());
+  const int64_t size = EntryBytes(key.bytes);
   if (key.bytes.empty() || limits_.request_cache_entries <= 0 ||
       size > limits_.request_cache_bytes) {
     return;
@@ -453,30 +457,23 @@ void GraphRunner::Remember(const RequestKey& key, std::shared_ptr<const Prepared
   }
   while (!lru_.empty() && (static_cast<int64_t>(cache_.size()) >= limits_.request_cache_entries ||
                            cache_bytes_ + size > limits_.request_cache_bytes)) {
-    cache_bytes_ -= 4 * static_cast<int64_t>(lru_.back().size());
+    cache_bytes_ -= EntryBytes(lru_.back());
     cache_.erase(lru_.back());
     lru_.pop_back();
   }
   lru_.push_front(key.bytes);
-  cache_.emplace(key.bytes, CachedRequest{.prepared = std::move(prepared),
-                                          .last_run = absl::InfiniteDuration(),
-                                          .lru = lru_.begin()});
+  cache_.emplace(key.bytes, CachedRequest{.prepared = std::move(prepared), .lru = lru_.begin()});
   cache_bytes_ += size;
-}
-
-void GraphRunner::RecordRunTime(const RequestKey& key, absl::Duration took) {
-  if (key.bytes.empty()) return;
-  absl::MutexLock lock(&cache_mu_);
-  auto it = cache_.find(key.bytes);
-  if (it != cache_.end()) it->second.last_run = took;
 }
 
 std::optional<absl::Duration> GraphRunner::LastRunTime(const RequestKey& key) const {
   if (key.bytes.empty()) return std::nullopt;
   absl::MutexLock lock(&cache_mu_);
   auto it = cache_.find(key.bytes);
-  if (it == cache_.end() || it->second.last_run == absl::InfiniteDuration()) return std::nullopt;
-  return it->second.last_run;
+  if (it == cache_.end()) return std::nullopt;
+  const int64_t ns = it->second.prepared->last_run_ns->load();
+  if (ns < 0) return std::nullopt;
+  return absl::Nanoseconds(ns);
 }
 
 int GraphRunner::request_cache_size() const {

@@ -127,7 +127,6 @@ class GraphRunner {
   std::shared_ptr<const Prepared> FindPrepared(const RequestKey& key, Session& session,
                                                std::vector<Array>* arrays) const;
   void Remember(const RequestKey& key, std::shared_ptr<const Prepared> prepared);
-  void RecordRunTime(const RequestKey& key, absl::Duration took);
 
   Backend& backend_;
   PlanCache& plans_;
@@ -135,7 +134,6 @@ class GraphRunner {
 
   struct CachedRequest {
     std::shared_ptr<const Prepared> prepared;
-    absl::Duration last_run = absl::InfiniteDuration();
     std::list<std::string>::iterator lru;
   };
   mutable absl::Mutex cache_mu_;
