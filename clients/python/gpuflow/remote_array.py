@@ -447,16 +447,23 @@ def to_graph(*arrays):
     return graph, [nodes[id(a._expr)] for a in arrays]
 
 
+def _arrays_of(arrays, what):
+    """The RemoteArrays given as arguments or as one list or tuple; TypeError
+    naming `what` for anything else."""
+    if len(arrays) == 1 and isinstance(arrays[0], (list, tuple)):
+        arrays = tuple(arrays[0])
+    for a in arrays:
+        if not isinstance(a, RemoteArray):
+            raise TypeError(f"{what} takes RemoteArrays, got {type(a).__name__}")
+    return arrays
+
+
 def evaluate(*arrays, profile=False):
     """Evaluates several RemoteArrays in one Execute (shared work runs once)
     and returns an :class:`gpuflow.ExecuteResult`: a list of numpy arrays
     (bfloat16 as uint16 words) with ``.timings`` (None when every array was a
     plain session array and only downloads were needed)."""
-    if len(arrays) == 1 and isinstance(arrays[0], (list, tuple)):
-        arrays = tuple(arrays[0])
-    for a in arrays:
-        if not isinstance(a, RemoteArray):
-            raise TypeError(f"evaluate takes RemoteArrays, got {type(a).__name__}")
+    arrays = _arrays_of(arrays, "evaluate")
     if not arrays:
         return _client.ExecuteResult([], None)
     session = session_of(arrays)
@@ -471,11 +478,7 @@ def evaluate_async(*arrays, profile=False):
     meanwhile (a new value rebinds the Python object, never the value that
     was sent). Misuse raises here; what the server refuses, from
     ``result()``."""
-    if len(arrays) == 1 and isinstance(arrays[0], (list, tuple)):
-        arrays = tuple(arrays[0])
-    for a in arrays:
-        if not isinstance(a, RemoteArray):
-            raise TypeError(f"evaluate_async takes RemoteArrays, got {type(a).__name__}")
+    arrays = _arrays_of(arrays, "evaluate_async")
     if not arrays:
         done = _client.Future(None)
         done.set_running_or_notify_cancel()
