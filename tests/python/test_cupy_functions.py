@@ -182,7 +182,31 @@ def test_linspace_logspace_with_arrays_and_axes(session):
         (gf.logspace(0, 1, 3, dtype=np.float32, session=session),
          np.logspace(0, 1, 3, dtype=np.float32)),
         (gf.logspace(lo, hi, 3, axis=-1), np.logspace(lo_np, hi_np, 3, axis=-1)),
-        (gf.logspace(0, f, 3), np.logspace(0, f_np, 3)),
+        # NumPy 2 keeps float32 here too: the 0 is weak, and so is a Python
+        # base (a numpy float64 base is not). NumPy 1.x under this file's
+        # weak-promotion emulation gives float64 (its linspace makes the 0 a
+        # 0-d array, which the emulation takes as strong), so the references
+        # are spelled so that both agree.
+        (gf.logspace(0, f, 3), np.logspace(np.float32(0), f_np, 3)),
+        (gf.logspace(np.float32(0), np.float32(1), 3, session=session),
+         np.logspace(np.float32(0), np.float32(1), 3)),
+        (gf.logspace(0, f, 3, base=2), np.logspace(np.float32(0), f_np, 3, base=2)),
+        (gf.logspace(0, f, 3, base=np.float64(2.0)),
+         np.logspace(np.float32(0), f_np, 3, base=np.float64(2.0))),
+    ])
+    # An array base is broadcast with start and stop, which NumPy 2 makes
+    # arrays of as many dimensions (a Python scalar among them strong, so
+    # float64 here); the samples' axis goes into the base too. NumPy 1.x
+    # could not broadcast these, so the references are spelled out.
+    s_np = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]])
+    b_np = np.array([2.0, 3.0, 10.0], np.float32)
+    s, b = r(session, s_np), r(session, b_np)
+    check_all([
+        (gf.logspace(0, 1, 3, base=f), np.power(f_np, np.linspace(0.0, 1.0, 3)[:, None])),
+        (gf.logspace(0, f, 3, base=f, axis=-1),
+         np.power(f_np[:, None], np.linspace(np.zeros(1), f_np.astype(np.float64), 3, axis=-1))),
+        (gf.logspace(0, s, 4, base=b, axis=1),
+         np.power(b_np, np.linspace(np.zeros((1, 1)), s_np, 4, axis=1))),
     ])
 
 
@@ -515,7 +539,24 @@ def test_flips_pads_and_friends(session):
                                               np.sinc(np.array([0, 1], np.int8))),
         (gf.select([v > 3, v > 1], [v * 10, v], -1.0), np.select([v_np > 3, v_np > 1],
                                                                  [v_np * 10, v_np], -1.0)),
-        (gf.select([m > 5], [m], 0), np.select([m_np > 5], [m_np], 0)),
+        # NumPy 2 keeps a Python int choice or default weak (m's int16);
+        # NumPy 1.x's select made it a 0-d array, int64 under the emulation,
+        # so the references are spelled so that both agree.
+        (gf.select([m > 5], [m], 0), np.select([m_np > 5], [m_np], np.int16(0))),
+        (gf.select([m > 5, m < 2], [3, m], m), np.select([m_np > 5, m_np < 2],
+                                                        [np.int16(3), m_np], m_np)),
+        (gf.select([m > 5], [m], True), np.select([m_np > 5], [m_np], True)),
+        (gf.select([m > 5], [m], np.int32(-1)), np.select([m_np > 5], [m_np], np.int32(-1))),
+        (gf.select([m > 5], [7], 0), np.select([m_np > 5], [7], 0)),
+        # The weak default sets the dtype only; NumPy 2's select then casts
+        # it from an int64 array, so 40000 wraps in int16 (no OverflowError).
+        (gf.select([m > 5], [m], 40000),
+         np.where(m_np > 5, m_np, np.array(40000).astype(np.int16))),
+        # pi is a weak float in NumPy 2's sinc: float32 stays float32 (NumPy
+        # 1.x's where made its 1e-20 a 0-d float64 array, float64 under the
+        # emulation, hence the reference's cast).
+        (gf.sinc(m.astype(np.float32) / 8 - 0.5),
+         np.sinc(m_np.astype(np.float32) / 8 - 0.5).astype(np.float32)),
         (gf.isin(m, [1, 5, 11]), np.isin(m_np, [1, 5, 11])),
         (gf.isin(v, r(session, np.array([2.0, 4.0])), invert=True),
          np.isin(v_np, [2.0, 4.0], invert=True)),

@@ -93,18 +93,32 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (y, step) if retstep else y
 
 
+def _shape(x):
+    return x.shape if isinstance(x, RemoteArray) else np.shape(x)
+
+
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, *,
              session=None):
-    """numpy.logspace: ``base ** linspace(start, stop)``; a scalar base is a
-    float64 array to NumPy, so the result is float64 unless base says
-    otherwise."""
+    """numpy.logspace: ``base ** linspace(start, stop)``, as NumPy 2 writes
+    it. A scalar base is the power's operand as it is: a Python float or
+    int is weak, so float32 start and stop give float32 (a numpy scalar
+    keeps its dtype). An array base is broadcast with start and stop, which
+    become arrays of as many dimensions (Python scalars among them strong),
+    and gets an axis where the samples go."""
     from gpuflow import functions
 
+    session = session_of((start, stop, base), session)
+    if not isinstance(base, (float, int)) and len(_shape(base)):
+        ndmax = len(_inference.broadcast_shapes(_shape(start), _shape(stop), _shape(base)))
+
+        def ndmin(x):
+            if not isinstance(x, RemoteArray):
+                return np.array(x, ndmin=ndmax)
+            return x.reshape((1,) * (ndmax - x.ndim) + x.shape)
+
+        start, stop = ndmin(start), ndmin(stop)
+        base = functions.expand_dims(asarray(ndmin(base), session=session), axis)
     y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis, session=session)
-    if isinstance(base, (bool, int, float)):
-        base = np.float64(base)
-    elif not _is_scalar(base):
-        base = functions.expand_dims(base, axis)
     result = functions.power(base, y)
     result = result if dtype is None else result.astype(dtype, copy=False)
     result._writable = True

@@ -626,34 +626,66 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 trapz = trapezoid
 
 
+# The machine epsilon of each float dtype (sin(eps) / eps rounds to 1 in each).
+_EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
+
+
 def sinc(x):
-    """numpy.sinc: sin(pi x) / (pi x), NumPy's formula (1 at 0)."""
-    x = _remote(x)
-    y = math.pi * apply("where", (x == 0, np.float64(1.0e-20), x))
+    """numpy.sinc: sin(pi x) / (pi x), NumPy 2's formula. ``pi`` is a weak
+    Python float, so float16 and float32 keep their dtype (integers and
+    bool give float64); where pi x is 0 it becomes the dtype's eps, whose
+    sinc rounds to exactly 1."""
+    y = math.pi * _remote(x)
+    y = apply("where", (y != 0, y, _EPS[y._expr.dtype]))
     return apply("sin", (y,)) / y
 
 
+def _select_operand(value, session):
+    """A choice or default of numpy.select as NumPy 2 takes it: a Python
+    int, float or complex (exactly, so not a bool) stays a weak scalar,
+    anything else is an array (a 0-d one a strong numpy scalar here)."""
+    if type(value) in (int, float, complex) or isinstance(value, RemoteArray):
+        return value
+    v = np.asarray(value)
+    return v[()] if v.ndim == 0 else _remote(v, session)
+
+
+def _select_value(value, dtype):
+    """A weak choice or default in select's result dtype, converted as NumPy
+    2 converts it: the scalar only takes part in finding the dtype, its
+    value then goes through an int64 (float64) array that full and copyto
+    cast, so an int out of the dtype's range wraps (no OverflowError)."""
+    if isinstance(value, complex):
+        raise TypeError("gpuflow has no complex dtypes")
+    if dtype == "bfloat16":
+        return float(value)
+    with np.errstate(all="ignore"):
+        return np.asarray(value).astype(dtype)[()]
+
+
 def select(condlist, choicelist, default=0):
-    """numpy.select: the first choice whose condition holds, else default."""
+    """numpy.select: the first choice whose condition holds, else default.
+    Python scalars among the choices and the default are weak, as in
+    NumPy 2: ``select([m > 5], [m], 0)`` keeps an int16 m int16."""
     if len(condlist) != len(choicelist):
         raise ValueError("list of cases must be same length as list of conditions")
     if not condlist:
         raise ValueError("select with an empty condition list is not possible")
     session = session_of(list(condlist) + list(choicelist) + [default])
+    values = [_select_operand(v, session) for v in list(choicelist) + [default]]
+    dtype = _inference.promote_types([type_of(v) for v in values])
+    values = [_select_value(v, dtype) if type(v) in (int, float, complex) else v
+              for v in values]
     conds = [_remote(c, session) for c in condlist]
     for i, c in enumerate(conds):
         if c._expr.dtype != "bool":
             raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
-    choices = [_remote(c, session) for c in choicelist]
-    fallback = default if isinstance(default, RemoteArray) else np.asarray(default)
-    if isinstance(fallback, np.ndarray) and fallback.ndim == 0:
-        fallback = fallback[()]  # a numpy scalar: strong, as NumPy's asarray(default)
-    result = fallback
-    for c, v in zip(reversed(conds), reversed(choices)):
+    result = values[-1]
+    for c, v in zip(reversed(conds), reversed(values[:-1])):
         result = apply("where", (c, v, result))
-    types = [type_of(v) for v in choices] + [type_of(fallback)]
-    dtype = _inference.promote_types([_inference.Type(t.dtype, ()) for t in types])
-    shape = _inference.broadcast_shapes(*([c.shape for c in conds] + [v.shape for v in choices]))
+    shape = _inference.broadcast_shapes(*([c.shape for c in conds] +
+                                          [np.shape(v) if not isinstance(v, RemoteArray)
+                                           else v.shape for v in values]))
     from gpuflow import functions
 
     return functions.broadcast_to(cast(result, dtype), shape)
