@@ -5,9 +5,14 @@ inline result), sent N times as
 - KeepAlive through the raw stub (the floor for our own server),
 - Execute through the raw stub with a prebuilt request,
 - the same graph through ``Session.execute``,
-- the same expression as RemoteArrays, ``.get()``,
+- the same graph prepared once (PrepareGraph) and run by handle through the
+  raw stub,
+- the same expression as RemoteArrays, ``.get()`` (built afresh each time;
+  the client sends it by the handle of a prepared graph after the first),
+- ``.get()`` of one prebuilt expression, and of a ``gpuflow.fuse``
+  function,
 
-with p50/p99 of each and, for the raw-stub Execute, p50 of every phase the
+with p50/p99 of each and, for the raw-stub Executes, p50 of every phase the
 server reports in ``Timings``. Prints one JSON object (and writes it to
 --out). A benchmark, not a test:
 
@@ -63,6 +68,19 @@ PHASES = ("queue_seconds", "convert_seconds", "validate_seconds", "plan_seconds"
           "transfer_seconds", "reply_seconds", "total_seconds", "gpu_seconds")
 
 
+def phases_of(timings, fields):
+    """p50 µs of every Timings phase over ``timings``."""
+    phases = {}
+    for phase in PHASES:
+        if phase not in fields:
+            continue
+        values = [getattr(t, phase) for t in timings
+                  if phase != "gpu_seconds" or t.HasField("gpu_seconds")]
+        if values:
+            phases[phase.replace("_seconds", "_p50_us")] = gpu_bench.percentile(values, 50) * 1e6
+    return phases
+
+
 def measure(target, n, warmup):
     client = gpuflow.connect(target)
     session = client.session(label="latency_phases")
@@ -83,19 +101,30 @@ def measure(target, n, warmup):
         "execute_raw": latency(raw_execute, n, warmup),
         "execute_session": latency(lambda: session.execute(g, [out]), n, warmup),
     }
+    timings = [r.timings for r in replies[warmup:]]
+    fields = {f.name for f in service_pb2.Timings.DESCRIPTOR.fields}
+    prepared_replies = []
+    if hasattr(service_pb2, "PrepareGraphRequest"):
+        info = stub.PrepareGraph(service_pb2.PrepareGraphRequest(
+            session_id=session.id, graph=g.proto, output_nodes=[out.id]))
+        by_handle = service_pb2.ExecuteRequest(session_id=session.id,
+                                               prepared_graph=info.handle)
+        by_handle.outputs.add(node=out.id, return_inline=True)
+        result["execute_raw_prepared"] = latency(
+            lambda: prepared_replies.append(stub.Execute(by_handle)), n, warmup)
     x = session.array("x")
     result["remote_array_get"] = latency(lambda: chain_expression(x).get(), n, warmup)
-    timings = [r.timings for r in replies[warmup:]]
-    phases = {}
-    fields = {f.name for f in service_pb2.Timings.DESCRIPTOR.fields}
-    for phase in PHASES:
-        if phase not in fields:
-            continue
-        values = [getattr(t, phase) for t in timings
-                  if phase != "gpu_seconds" or t.HasField("gpu_seconds")]
-        if values:
-            phases[phase.replace("_seconds", "_p50_us")] = gpu_bench.percentile(values, 50) * 1e6
-    result["server_phases"] = phases
+    built = chain_expression(x)
+    result["remote_array_get_prebuilt"] = latency(built.get, n, warmup)
+    if hasattr(gpuflow, "fuse"):
+        fused = gpuflow.fuse(chain_expression)
+        result["fused_get"] = latency(lambda: fused(x).get(), n, warmup)
+    result["server_phases"] = phases_of(timings, fields)
+    if prepared_replies:
+        result["server_phases_prepared"] = phases_of(
+            [r.timings for r in prepared_replies[warmup:]], fields)
+        result["get_minus_raw_us"] = (result["remote_array_get"]["p50_us"]
+                                      - result["execute_raw"]["p50_us"])
     result["plan_cache_hits"] = sum(t.plan_cache_hit for t in timings)
     if "request_cache_hit" in fields:
         result["request_cache_hits"] = sum(t.request_cache_hit for t in timings)
@@ -103,7 +132,12 @@ def measure(target, n, warmup):
                                                 - result["keepalive_raw"]["p50_us"])
     got = np.frombuffer(replies[-1].outputs[0].value.data, dtype=np.float32)
     want = chain_expression(x_host.astype(np.float32))
-    result["answer_ok"] = bool(np.allclose(got, want, rtol=1e-5))
+    answers = [got, chain_expression(x).get(), built.get()]
+    if prepared_replies:
+        answers.append(np.frombuffer(prepared_replies[-1].outputs[0].value.data, dtype=np.float32))
+    if hasattr(gpuflow, "fuse"):
+        answers.append(fused(x).get())
+    result["answer_ok"] = all(bool(np.allclose(a, want, rtol=1e-5)) for a in answers)
     session.close()
     client.close()
     return result

@@ -177,17 +177,24 @@ def latency_phases_section(lp):
     for key, label in (("keepalive_raw", "KeepAlive, raw stub (the floor for our own server)"),
                        ("execute_raw", "Execute of a prebuilt 10-op chain, raw stub, 16 KiB inline"),
                        ("execute_session", "the same graph through `Session.execute`"),
-                       ("remote_array_get", "the same expression as RemoteArrays, `.get()`")):
+                       ("execute_raw_prepared", "the same graph prepared, by handle, raw stub"),
+                       ("remote_array_get", "the same expression as RemoteArrays, `.get()`"),
+                       ("remote_array_get_prebuilt", "`.get()` of one prebuilt expression"),
+                       ("fused_get", "a `gpuflow.fuse` of the chain, `.get()`")):
         r = lp.get(key)
         if r:
             rows.append([label, us(r["p50_us"]), us(r["p99_us"]), r["n"]])
-    phases = lp.get("server_phases", {})
     text = table(["call (one client, in a loop)", "p50 µs", "p99 µs", "calls"], rows)
-    if phases:
-        text += ("\n\nThe server's own `Timings` of the raw-stub Execute, p50 µs: " + ", ".join(
-            f"{k.replace('_p50_us', '')} {v:.1f}" for k, v in phases.items()) + ".")
+    for key, what in (("server_phases", "the raw-stub Execute"),
+                      ("server_phases_prepared", "the Execute by handle")):
+        phases = lp.get(key, {})
+        if phases:
+            text += (f"\n\nThe server's own `Timings` of {what}, p50 µs: " + ", ".join(
+                f"{k.replace('_p50_us', '')} {v:.1f}" for k, v in phases.items()) + ".")
     if "execute_raw_minus_keepalive_us" in lp:
         text += f" Raw Execute − KeepAlive: {lp['execute_raw_minus_keepalive_us']:.0f} µs."
+    if "get_minus_raw_us" in lp:
+        text += f" RemoteArray `.get()` − raw Execute: {lp['get_minus_raw_us']:.0f} µs."
     return text
 
 

@@ -151,6 +151,7 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   const CallerPermissions permissions = PermissionsOf(tenant);
   limits->set_allow_raw_kernels(runner_.allows_raw_kernels() && permissions.raw_kernels);
   limits->set_allow_custom_kernels(permissions.custom_kernels);
+  limits->set_max_prepared_graphs(runner_.max_prepared_graphs());
   DurationToProto(options_.max_request_duration, limits->mutable_max_request_duration());
   limits->set_max_arrays_per_session(sessions.max_arrays_per_session);
   limits->set_max_benchmark_repeats(options_.max_benchmark_repeats);
@@ -543,7 +544,7 @@ grpc::ServerUnaryReactor* GpuFlowService::DeleteArray(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(
     grpc::CallbackServerContext* context, RpcObserver call, const std::string& session_id,
     std::function<absl::Status(Session&, RunControl&, const CallerPermissions&)> work,
-    const std::function<bool(const CallerPermissions&)>& may_run_inline) {
+    const std::function<bool(Session&, const CallerPermissions&)>& may_run_inline) {
   call.set_session_id(session_id);
   if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
   absl::StatusOr<std::shared_ptr<Session>> session = FindSession(session_id, call.tenant().get());
@@ -558,7 +559,7 @@ grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(
   const std::string key = (*session)->id();
   // The session does not expire while its request waits or runs.
   auto running = std::make_shared<Session::RequestScope>(registry_.BeginRequest(*session));
-  const bool try_inline = may_run_inline != nullptr && may_run_inline(caller);
+  const bool try_inline = may_run_inline != nullptr && may_run_inline(**session, caller);
   auto task = [this, context, reactor, observer, running, session = *std::move(session),
                work = std::move(work), caller = std::move(caller)] {
     absl::Status status;
@@ -649,10 +650,12 @@ grpc::ServerUnaryReactor* GpuFlowService::Execute(grpc::CallbackServerContext* c
   };
   // A short repeated request runs here, without a hand-off to a compute
   // thread and back.
-  auto may_run_inline = [this, request, key](const CallerPermissions& caller) {
-    *key = runner_.KeyOf(*request, caller);
+  auto may_run_inline = [this, request, key](Session& session, const CallerPermissions& caller) {
+    if (request->prepared_graph() == 0) *key = runner_.KeyOf(*request, caller);
     if (options_.inline_max_run <= absl::ZeroDuration()) return false;
-    const std::optional<absl::Duration> last = runner_.LastRunTime(*key);
+    const std::optional<absl::Duration> last =
+        request->prepared_graph() != 0 ? runner_.LastRunTime(session, request->prepared_graph())
+                                       : runner_.LastRunTime(*key);
     return last.has_value() && *last <= options_.inline_max_run;
   };
   return RunOnPool(context, RpcObserver(telemetry_, RpcMethod::kExecute), request->session_id(),
@@ -696,6 +699,35 @@ grpc::ServerUnaryReactor* GpuFlowService::Precompile(grpc::CallbackServerContext
         reactor->Finish(observer->Finish(EndedAs(context, status)));
       });
   return reactor;
+}
+
+grpc::ServerUnaryReactor* GpuFlowService::PrepareGraph(grpc::CallbackServerContext* context,
+                                                       const v1::PrepareGraphRequest* request,
+                                                       v1::PreparedGraphInfo* response) {
+  auto work = [this, request, response](Session& session, RunControl& control,
+                                        const CallerPermissions& caller) {
+    absl::Status status = runner_.PrepareGraph(session, *request, response, &control, caller);
+    if (status.ok()) {
+      ObserveCompiles(RpcMethod::kPrepareGraph, session.label(), response->kernels_compiled(),
+                      response->compile_seconds(), response->kernels_cached());
+    }
+    return status;
+  };
+  return RunOnPool(context, RpcObserver(telemetry_, RpcMethod::kPrepareGraph),
+                   request->session_id(), std::move(work));
+}
+
+grpc::ServerUnaryReactor* GpuFlowService::ReleaseGraph(grpc::CallbackServerContext* context,
+                                                       const v1::ReleaseGraphRequest* request,
+                                                       v1::ReleaseGraphResponse* response) {
+  RpcObserver call(telemetry_, RpcMethod::kReleaseGraph);
+  call.set_session_id(request->session_id());
+  if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
+  absl::StatusOr<std::shared_ptr<Session>> session =
+      FindSession(request->session_id(), call.tenant().get());
+  if (!session.ok()) return Finish(context, call, session.status());
+  call.set_session(**session);
+  return Finish(context, call, runner_.ReleaseGraph(**session, *request, response));
 }
 
 }  // namespace gpuflow::server

@@ -102,6 +102,12 @@ class GpuFlowService final
   grpc::ServerUnaryReactor* Precompile(grpc::CallbackServerContext* context,
                                        const v1::PrecompileRequest* request,
                                        v1::PrecompileResponse* response) override;
+  grpc::ServerUnaryReactor* PrepareGraph(grpc::CallbackServerContext* context,
+                                         const v1::PrepareGraphRequest* request,
+                                         v1::PreparedGraphInfo* response) override;
+  grpc::ServerUnaryReactor* ReleaseGraph(grpc::CallbackServerContext* context,
+                                         const v1::ReleaseGraphRequest* request,
+                                         v1::ReleaseGraphResponse* response) override;
 
  private:
   class UploadReactor;
@@ -127,7 +133,7 @@ class GpuFlowService final
   grpc::ServerUnaryReactor* RunOnPool(
       grpc::CallbackServerContext* context, RpcObserver call, const std::string& session_id,
       std::function<absl::Status(Session&, RunControl&, const CallerPermissions&)> work,
-      const std::function<bool(const CallerPermissions&)>& may_run_inline = nullptr);
+      const std::function<bool(Session&, const CallerPermissions&)>& may_run_inline = nullptr);
   // What the call's log line and metrics record: `status`, or CANCELLED when
   // the client is no longer there to receive it.
   static absl::Status EndedAs(grpc::CallbackServerContext* context, const absl::Status& status);

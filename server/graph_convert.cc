@@ -13,32 +13,6 @@ absl::Status NodeError(const v1::Node& node, absl::string_view reason) {
       absl::StrCat("node '", node.id(), "' (", node.op(), "): ", reason));
 }
 
-absl::StatusOr<Scalar> ScalarFromProto(const v1::Scalar& proto) {
-  Scalar s;
-  switch (proto.value_case()) {
-    case v1::Scalar::kBoolValue:
-      s = Scalar::Bool(proto.bool_value());
-      break;
-    case v1::Scalar::kIntValue:
-      s = Scalar::Int(proto.int_value());
-      break;
-    case v1::Scalar::kUintValue:
-      s = Scalar::UInt(proto.uint_value());
-      break;
-    case v1::Scalar::kFloatValue:
-      s = Scalar::Float(proto.float_value());
-      break;
-    case v1::Scalar::VALUE_NOT_SET:
-      return absl::InvalidArgumentError("scalar has no value");
-  }
-  if (proto.dtype() != v1::DTYPE_UNSPECIFIED) {
-    absl::StatusOr<DType> dtype = DTypeFromProto(proto.dtype());
-    if (!dtype.ok()) return dtype.status();
-    s.dtype = *dtype;
-  }
-  return s;
-}
-
 absl::StatusOr<AttrValue> AttrFromProto(const v1::AttrValue& proto) {
   switch (proto.value_case()) {
     case v1::AttrValue::kIntValue:
@@ -70,6 +44,32 @@ absl::StatusOr<AttrValue> AttrFromProto(const v1::AttrValue& proto) {
 }
 
 }  // namespace
+
+absl::StatusOr<Scalar> ScalarFromProto(const v1::Scalar& proto) {
+  Scalar s;
+  switch (proto.value_case()) {
+    case v1::Scalar::kBoolValue:
+      s = Scalar::Bool(proto.bool_value());
+      break;
+    case v1::Scalar::kIntValue:
+      s = Scalar::Int(proto.int_value());
+      break;
+    case v1::Scalar::kUintValue:
+      s = Scalar::UInt(proto.uint_value());
+      break;
+    case v1::Scalar::kFloatValue:
+      s = Scalar::Float(proto.float_value());
+      break;
+    case v1::Scalar::VALUE_NOT_SET:
+      return absl::InvalidArgumentError("scalar has no value");
+  }
+  if (proto.dtype() != v1::DTYPE_UNSPECIFIED) {
+    absl::StatusOr<DType> dtype = DTypeFromProto(proto.dtype());
+    if (!dtype.ok()) return dtype.status();
+    s.dtype = *dtype;
+  }
+  return s;
+}
 
 absl::StatusOr<Graph> GraphFromProto(const v1::Graph& proto) {
   Graph graph;

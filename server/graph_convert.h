@@ -16,6 +16,8 @@ namespace gpuflow::server {
 // INVALID_ARGUMENT naming the node for an input or attribute without a
 // value, or a literal with a bad dtype or shape.
 absl::StatusOr<Graph> GraphFromProto(const v1::Graph& proto);
+// INVALID_ARGUMENT for a scalar without a value or with a bad dtype.
+absl::StatusOr<Scalar> ScalarFromProto(const v1::Scalar& proto);
 
 // The registry as listed in ServerInfo.ops.
 void FillOpInfos(const OpRegistry& registry, google::protobuf::RepeatedPtrField<v1::OpInfo>* out);

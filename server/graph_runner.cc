@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "engine/ir/echo.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -14,21 +15,6 @@
 #include "server/proto_convert.h"
 
 namespace gpuflow::server {
-
-struct GraphRunner::Prepared {
-  ValidatedGraph graph;
-  std::vector<int> outputs;
-  PlanCache::Result plan;
-  // Device work surely short (ShortWork): it runs on the session's priority
-  // stream.
-  bool short_work = false;
-  double convert_seconds = 0;
-  double validate_seconds = 0;
-  double plan_seconds = 0;
-  // Nanoseconds the last successful Execute of it took; -1: none yet.
-  // Shared, so a request holding the entry records it without a lookup.
-  std::shared_ptr<std::atomic<int64_t>> last_run_ns = std::make_shared<std::atomic<int64_t>>(-1);
-};
 
 namespace {
 
@@ -149,21 +135,55 @@ GraphRunner::GraphRunner(Backend& backend, PlanCache& plans, GraphLimits limits)
 
 absl::StatusOr<GraphRunner::Prepared> GraphRunner::Prepare(
     const v1::Graph& proto, const ArrayTypeLookup& lookup,
-    const std::vector<std::string>& output_ids, const CallerPermissions& caller) {
+    const std::vector<std::string>& output_ids, const CallerPermissions& caller, bool keep_ir) {
   if (proto.nodes_size() > limits_.max_graph_nodes) {
     return absl::ResourceExhaustedError(absl::StrCat("graph has ", proto.nodes_size(),
                                                      " nodes, more than --max_graph_nodes (",
                                                      limits_.max_graph_nodes, ")"));
   }
   if (proto.nodes_size() == 0) return absl::InvalidArgumentError("graph has no nodes");
-  Prepared prepared;
   const absl::Time convert_start = absl::Now();
   absl::StatusOr<Graph> graph = GraphFromProto(proto);
   if (!graph.ok()) return graph.status();
-  prepared.convert_seconds = SecondsSince(convert_start);
+  const double convert_seconds = SecondsSince(convert_start);
+  absl::StatusOr<Prepared> prepared = PrepareConverted(*graph, lookup, output_ids, caller);
+  if (!prepared.ok()) return prepared.status();
+  prepared->convert_seconds = convert_seconds;
+  if (!keep_ir) return prepared;
+  // Validation makes one literal of each scalar and inline literal input,
+  // in graph order.
+  int literal = 0;
+  for (int n = 0; n < static_cast<int>(graph->nodes.size()); ++n) {
+    const std::vector<Input>& inputs = graph->nodes[n].inputs;
+    for (int i = 0; i < static_cast<int>(inputs.size()); ++i) {
+      if (inputs[i].kind == Input::Kind::kLiteral) ++literal;
+      if (inputs[i].kind != Input::Kind::kScalar) continue;
+      absl::StatusOr<std::pair<LiteralArray, ValueType>> value = ScalarLiteral(inputs[i].scalar);
+      if (!value.ok()) return value.status();
+      prepared->scalars.push_back({.node = n,
+                                   .input = i,
+                                   .literal = literal++,
+                                   .value = std::move(value->first),
+                                   .type = std::move(value->second)});
+    }
+  }
+  if (literal != static_cast<int>(prepared->graph.literals.size())) {
+    return absl::InternalError(absl::StrCat("the graph has ", literal, " literal inputs but ",
+                                            prepared->graph.literals.size(), " literals"));
+  }
+  prepared->output_ids.reserve(prepared->outputs.size());
+  for (int o : prepared->outputs) prepared->output_ids.push_back(prepared->graph.nodes[o].id);
+  prepared->ir = std::make_shared<const Graph>(*std::move(graph));
+  return prepared;
+}
+
+absl::StatusOr<GraphRunner::Prepared> GraphRunner::PrepareConverted(
+    const Graph& graph, const ArrayTypeLookup& lookup, const std::vector<std::string>& output_ids,
+    const CallerPermissions& caller) {
+  Prepared prepared;
   const absl::Time start = absl::Now();
   absl::StatusOr<ValidatedGraph> validated = ValidateGraph(
-      *graph, lookup,
+      graph, lookup,
       {.max_graph_nodes = limits_.max_graph_nodes, .max_inline_bytes = limits_.max_inline_bytes});
   if (!validated.ok()) return validated.status();
   if (!caller.custom_kernels) {
@@ -247,24 +267,49 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
     }
     output_ids.push_back(spec.node());
   }
+  const bool by_handle = request.prepared_graph() != 0;
+  if (by_handle && request.prepare()) {
+    return absl::InvalidArgumentError(
+        "prepare prepares the request's graph; this request names a prepared_graph instead");
+  }
+  if (!by_handle && (request.arrays_size() > 0 || request.scalars_size() > 0)) {
+    return absl::InvalidArgumentError(
+        "arrays and scalars bind a prepared_graph, and this request names none");
+  }
+  if (request.prepare() && limits_.max_prepared_graphs <= 0) {
+    return absl::FailedPreconditionError(
+        "this server keeps no prepared graphs (--max_prepared_graphs=0)");
+  }
+  // The request cache serves graphs sent whole, and not those being
+  // prepared (which keep more than it does).
   RequestKey own_key;
-  const RequestKey* key = given_key;
-  if (key == nullptr && limits_.request_cache_entries > 0) {
+  const RequestKey* key = by_handle || request.prepare() ? nullptr : given_key;
+  if (key == nullptr && !by_handle && !request.prepare() && limits_.request_cache_entries > 0) {
     own_key = KeyOf(request, caller);
     key = &own_key;
   }
   std::vector<Array> arrays;
   std::shared_ptr<const Prepared> prepared;
-  if (key != nullptr) prepared = FindPrepared(*key, session, &arrays);
-  const bool request_hit = prepared != nullptr;
-  if (!request_hit) {
+  bool revalidated = false;
+  if (by_handle) {
+    absl::StatusOr<std::shared_ptr<const Prepared>> bound =
+        Bind(session, request, caller, &arrays, &revalidated);
+    if (!bound.ok()) return bound.status();
+    prepared = *std::move(bound);
+  } else if (key != nullptr) {
+    prepared = FindPrepared(*key, session, &arrays);
+  }
+  const bool request_hit = !by_handle && prepared != nullptr;
+  if (!by_handle && !request_hit) {
     ArraySnapshot snapshot(session);
     absl::StatusOr<Prepared> fresh =
-        Prepare(request.graph(), snapshot.Lookup(), output_ids, caller);
+        Prepare(request.graph(), snapshot.Lookup(), output_ids, caller, request.prepare());
     if (!fresh.ok()) return fresh.status();
     arrays = snapshot.InOrder(fresh->graph);
     prepared = std::make_shared<const Prepared>(*std::move(fresh));
   }
+  // Whether this request validated and planned (its phases in Timings).
+  const bool planned = by_handle ? revalidated : !request_hit;
 
   // Results are checked against the limits before anything runs: each
   // output's size, the quota for all of them (inline ones live on the device
@@ -366,12 +411,25 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
     // The last chance to stop: nothing is stored yet.
     if (absl::Status s = control->CheckContinue(); !s.ok()) return s;
   }
+  if (request.prepare()) {
+    absl::Status kept =
+        Keep(session, prepared, static_cast<int64_t>(request.graph().ByteSizeLong()),
+             /*compile=*/false, response->mutable_prepared());
+    // A session too full to keep it still gets its results, without a handle.
+    if (absl::IsResourceExhausted(kept)) {
+      response->clear_prepared();
+    } else if (!kept.ok()) {
+      return kept;
+    }
+  }
   for (int i = 0; i < request.outputs_size(); ++i) {
     const v1::OutputSpec& spec = request.outputs(i);
     if (spec.store_as().empty()) continue;
     if (absl::Status s =
             session.PutArray(spec.store_as(), run->outputs[i], std::move(reservations[i]));
         !s.ok()) {
+      // The caller never learns the handle of a failed request.
+      if (request.prepare()) (void)session.ReleasePreparedGraph(response->prepared().handle());
       return s;
     }
   }
@@ -380,13 +438,14 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
   v1::Timings* t = response->mutable_timings();
   FillTimings(*run, t);
   t->set_queue_seconds(absl::ToDoubleSeconds(start - received));
-  if (!request_hit) {
+  if (planned) {
     t->set_convert_seconds(prepared->convert_seconds);
     t->set_validate_seconds(prepared->validate_seconds);
     t->set_plan_seconds(prepared->plan_seconds);
   }
-  t->set_plan_cache_hit(request_hit || prepared->plan.hit);
+  t->set_plan_cache_hit(!planned || prepared->plan.hit);
   t->set_request_cache_hit(request_hit);
+  t->set_prepared_graph(by_handle);
   t->set_run_seconds(run_seconds);
   t->set_transfer_seconds(SecondsSince(transfer_start));
   t->set_total_seconds(SecondsSince(received));
@@ -397,8 +456,9 @@ RequestKey GraphRunner::KeyOf(const v1::ExecuteRequest& request,
                               const CallerPermissions& caller) const {
   RequestKey key;
   // Larger graphs are not cached: validating them costs far more than
-  // serialising, and they would crowd the small ones out.
-  if (limits_.request_cache_entries <= 0 ||
+  // serialising, and they would crowd the small ones out. Nor are requests
+  // by handle or preparing one (Execute).
+  if (limits_.request_cache_entries <= 0 || request.prepared_graph() != 0 || request.prepare() ||
       static_cast<int64_t>(request.graph().ByteSizeLong()) > kMaxCachedGraphBytes) {
     return key;
   }
@@ -474,6 +534,204 @@ std::optional<absl::Duration> GraphRunner::LastRunTime(const RequestKey& key) co
   const int64_t ns = it->second.prepared->last_run_ns->load();
   if (ns < 0) return std::nullopt;
   return absl::Nanoseconds(ns);
+}
+
+std::optional<absl::Duration> GraphRunner::LastRunTime(Session& session, uint64_t handle) const {
+  std::shared_ptr<const Prepared> prepared = session.FindPreparedGraph(handle);
+  if (prepared == nullptr) return std::nullopt;
+  const int64_t ns = prepared->last_run_ns->load();
+  if (ns < 0) return std::nullopt;
+  return absl::Nanoseconds(ns);
+}
+
+absl::StatusOr<std::shared_ptr<const GraphRunner::Prepared>> GraphRunner::Bind(
+    Session& session, const v1::ExecuteRequest& request, const CallerPermissions& caller,
+    std::vector<Array>* arrays, bool* revalidated) {
+  *revalidated = false;
+  if (request.graph().nodes_size() > 0) {
+    return absl::InvalidArgumentError(
+        "an Execute runs either its graph or a prepared_graph, and this one names both");
+  }
+  std::shared_ptr<const Prepared> prepared = session.FindPreparedGraph(request.prepared_graph());
+  if (prepared == nullptr || prepared->ir == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the session holds no prepared graph ", request.prepared_graph(),
+        " (never prepared, released, or forgotten for newer ones: a session keeps at most ",
+        limits_.max_prepared_graphs, "); prepare it again"));
+  }
+  const std::vector<std::string>& outputs = prepared->output_ids;
+  if (request.outputs_size() != static_cast<int>(outputs.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prepared graph ", request.prepared_graph(), " has ", outputs.size(), " outputs (",
+        Echo(absl::StrJoin(outputs, ", ")), "), the request names ", request.outputs_size()));
+  }
+  for (int i = 0; i < request.outputs_size(); ++i) {
+    if (request.outputs(i).node() == outputs[i]) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output ", i, " names node ", Echo(request.outputs(i).node()), "; prepared graph ",
+        request.prepared_graph(), " has ", Echo(outputs[i]), " there"));
+  }
+
+  const ValidatedGraph& graph = prepared->graph;
+  if (request.arrays_size() != 0 &&
+      request.arrays_size() != static_cast<int>(graph.arrays.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prepared graph ", request.prepared_graph(), " reads ", graph.arrays.size(),
+                     " arrays, the request binds ", request.arrays_size()));
+  }
+  arrays->clear();
+  arrays->reserve(graph.arrays.size());
+  for (size_t i = 0; i < graph.arrays.size(); ++i) {
+    const std::string& name =
+        request.arrays_size() == 0 ? graph.arrays[i] : request.arrays(static_cast<int>(i));
+    absl::StatusOr<Array> array = session.GetArray(name);
+    if (!array.ok()) {
+      return absl::Status(array.status().code(),
+                          absl::StrCat("array ", i, " (", Echo(graph.arrays[i]),
+                                       " when prepared): ", array.status().message()));
+    }
+    const ValueType& type = graph.array_types[i];
+    if (array->dtype != type.dtype || array->shape != type.shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "array ", i, " (", Echo(name), ") is ", DTypeName(array->dtype), " ",
+          array->shape.ToString(), "; prepared graph ", request.prepared_graph(), " takes ",
+          DTypeName(type.dtype), " ", type.shape.ToString(), " there: prepare it for those types"));
+    }
+    arrays->push_back(*std::move(array));
+  }
+
+  if (request.scalars_size() == 0) return prepared;
+  const std::vector<PreparedGraph::ScalarSlot>& slots = prepared->scalars;
+  if (request.scalars_size() != static_cast<int>(slots.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prepared graph ", request.prepared_graph(), " has ", slots.size(),
+                     " scalars, the request binds ", request.scalars_size()));
+  }
+  std::vector<Scalar> scalars;
+  scalars.reserve(slots.size());
+  std::vector<std::pair<int, LiteralArray>> changed;
+  bool changed_integer = false;
+  for (int i = 0; i < request.scalars_size(); ++i) {
+    absl::StatusOr<Scalar> scalar = ScalarFromProto(request.scalars(i));
+    if (!scalar.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("scalar ", i, ": ", scalar.status().message()));
+    }
+    absl::StatusOr<std::pair<LiteralArray, ValueType>> value = ScalarLiteral(*scalar);
+    if (!value.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("scalar ", i, ": ", value.status().message()));
+    }
+    const PreparedGraph::ScalarSlot& slot = slots[i];
+    if (value->second.dtype != slot.type.dtype || value->second.weak != slot.type.weak) {
+      auto kind = [](const ValueType& t) {
+        return absl::StrCat(t.weak ? "a Python-style (weak) " : "a strong ", DTypeName(t.dtype));
+      };
+      return absl::InvalidArgumentError(absl::StrCat(
+          "scalar ", i, " is ", kind(value->second), "; prepared graph ", request.prepared_graph(),
+          " takes ", kind(slot.type), " there: prepare it for that kind"));
+    }
+    scalars.push_back(*scalar);
+    if (value->first.bytes == slot.value.bytes) continue;
+    // Only an integer's value can change what validation makes of a node
+    // (the dtype a comparison runs in, whether it is in range).
+    if (IsInteger(slot.type.dtype)) changed_integer = true;
+    changed.emplace_back(slot.literal, std::move(value->first));
+  }
+  if (changed.empty()) return prepared;
+  if (changed_integer) {
+    Graph ir = *prepared->ir;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      ir.nodes[slots[i].node].inputs[slots[i].input].scalar = scalars[i];
+    }
+    // The arrays are those of the prepared graph, of the same types.
+    ArrayTypeLookup lookup = [&graph](const std::string& name) -> absl::StatusOr<ValueType> {
+      for (size_t i = 0; i < graph.arrays.size(); ++i) {
+        if (graph.arrays[i] == name) return graph.array_types[i];
+      }
+      return absl::InternalError(absl::StrCat("prepared graph lost array ", Echo(name)));
+    };
+    absl::StatusOr<Prepared> fresh = PrepareConverted(ir, lookup, outputs, caller);
+    if (!fresh.ok()) return fresh.status();
+    fresh->last_run_ns = prepared->last_run_ns;
+    *revalidated = true;
+    return std::make_shared<const Prepared>(*std::move(fresh));
+  }
+  auto bound = std::make_shared<Prepared>(*prepared);
+  for (auto& [literal, value] : changed) bound->graph.literals[literal] = std::move(value);
+  return bound;
+}
+
+absl::Status GraphRunner::Keep(Session& session, std::shared_ptr<const Prepared> prepared,
+                               int64_t graph_bytes, bool compile, v1::PreparedGraphInfo* info) {
+  if (compile) {
+    // The CPU backend compiles nothing; the CUDA backend compiles (or finds
+    // in its kernel cache) every kernel Run would launch.
+    absl::StatusOr<PrecompileResult> compiled =
+        backend_.Precompile(prepared->graph, *prepared->plan.plan);
+    if (!compiled.ok()) return compiled.status();
+    info->set_kernels_compiled(compiled->kernels_compiled);
+    info->set_kernels_cached(compiled->kernels_cached);
+    info->set_compile_seconds(compiled->compile_seconds);
+  }
+  // The converted graph, the validated one and the plan: a few times the
+  // wire graph.
+  const int64_t bytes = 1024 + 8 * graph_bytes;
+  const ValidatedGraph& graph = prepared->graph;
+  for (size_t i = 0; i < graph.arrays.size(); ++i) {
+    info->add_arrays(graph.arrays[i]);
+    v1::ArrayInfo* type = info->add_array_types();
+    type->set_name(graph.arrays[i]);
+    type->set_dtype(DTypeToProto(graph.array_types[i].dtype));
+    const Shape& shape = graph.array_types[i].shape;
+    type->mutable_shape()->Assign(shape.dims().begin(), shape.dims().end());
+    type->set_num_elements(shape.num_elements());
+    type->set_num_bytes(shape.num_elements() * ItemSize(graph.array_types[i].dtype));
+  }
+  info->set_num_scalars(static_cast<int32_t>(prepared->scalars.size()));
+  for (const std::string& id : prepared->output_ids) info->add_output_nodes(id);
+  absl::StatusOr<uint64_t> handle =
+      session.AddPreparedGraph(std::move(prepared), bytes, limits_.max_prepared_graphs);
+  if (!handle.ok()) return handle.status();
+  info->set_handle(*handle);
+  info->set_metadata_bytes(bytes);
+  return absl::OkStatus();
+}
+
+absl::Status GraphRunner::PrepareGraph(Session& session, const v1::PrepareGraphRequest& request,
+                                       v1::PreparedGraphInfo* info, RunControl* control,
+                                       const CallerPermissions& caller) {
+  if (limits_.max_prepared_graphs <= 0) {
+    return absl::FailedPreconditionError(
+        "this server keeps no prepared graphs (--max_prepared_graphs=0)");
+  }
+  ArraySnapshot snapshot(session);
+  ArrayTypeLookup in_session = snapshot.Lookup();
+  ArrayTypeLookup lookup = [&](const std::string& name) -> absl::StatusOr<ValueType> {
+    auto it = request.array_types().find(name);
+    if (it == request.array_types().end()) return in_session(name);
+    absl::StatusOr<DType> dtype = DTypeFromProto(it->second.dtype());
+    if (!dtype.ok()) return dtype.status();
+    absl::StatusOr<Shape> shape = ShapeFromProto(it->second.shape());
+    if (!shape.ok()) return shape.status();
+    return ValueType{*dtype, *std::move(shape), false};
+  };
+  std::vector<std::string> output_ids(request.output_nodes().begin(), request.output_nodes().end());
+  absl::StatusOr<Prepared> prepared =
+      Prepare(request.graph(), lookup, output_ids, caller, /*keep_ir=*/true);
+  if (!prepared.ok()) return prepared.status();
+  if (control != nullptr) {
+    if (absl::Status s = control->CheckContinue(); !s.ok()) return s;
+  }
+  return Keep(session, std::make_shared<const Prepared>(*std::move(prepared)),
+              static_cast<int64_t>(request.graph().ByteSizeLong()), /*compile=*/true, info);
+}
+
+absl::Status GraphRunner::ReleaseGraph(Session& session, const v1::ReleaseGraphRequest& request,
+                                       v1::ReleaseGraphResponse* response) {
+  absl::StatusOr<int64_t> freed = session.ReleasePreparedGraph(request.handle());
+  if (!freed.ok()) return freed.status();
+  response->set_freed_bytes(*freed);
+  return absl::OkStatus();
 }
 
 int GraphRunner::request_cache_size() const {

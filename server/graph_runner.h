@@ -4,6 +4,9 @@
 // A repeated Execute skips the first three: the request cache keeps the
 // validated graph and plan by the request's own bytes (RequestKey), and hits
 // only while every array the graph names has the dtype and shape it had.
+// A prepared graph (PrepareGraph, or Execute with `prepare`) is kept in its
+// session under a handle; Execute by handle binds arrays and scalar values
+// to it and runs it without any of the three (Bind).
 // Called on ComputePool threads, or on gRPC's for a short repeated Execute
 // (GpuFlowService decides, from LastRunTime).
 //
@@ -11,6 +14,7 @@
 #ifndef GPUFLOW_SERVER_GRAPH_RUNNER_H_
 #define GPUFLOW_SERVER_GRAPH_RUNNER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -49,6 +53,43 @@ struct GraphLimits {
   // entries turns it off.
   int32_t request_cache_entries = 1024;
   int64_t request_cache_bytes = int64_t{16} << 20;
+  // Prepared graphs one session keeps (PrepareGraph); 0: none.
+  int32_t max_prepared_graphs = 1024;
+};
+
+// A validated, planned graph, shared by the request cache, a session's
+// prepared graphs and the runs using it. Immutable once shared (but for
+// last_run_ns).
+struct PreparedGraph {
+  ValidatedGraph graph;
+  std::vector<int> outputs;
+  PlanCache::Result plan;
+  // Device work surely short (ShortWork): it runs on the session's priority
+  // stream.
+  bool short_work = false;
+  double convert_seconds = 0;
+  double validate_seconds = 0;
+  double plan_seconds = 0;
+  // Nanoseconds the last successful Execute of it took; -1: none yet.
+  // Shared, so a request holding the entry records it without a lookup.
+  std::shared_ptr<std::atomic<int64_t>> last_run_ns = std::make_shared<std::atomic<int64_t>>(-1);
+
+  // Kept for Execute by handle only (PrepareGraph):
+  // The graph as converted, to validate again when an integer scalar
+  // changes (its value can change what a node computes in).
+  std::shared_ptr<const Graph> ir;
+  // Each scalar input of `ir`, in graph order: where it is, which literal of
+  // `graph` it became, and the literal and type it gave when prepared.
+  struct ScalarSlot {
+    int node = 0;
+    int input = 0;
+    int literal = 0;
+    LiteralArray value;
+    ValueType type;
+  };
+  std::vector<ScalarSlot> scalars;
+  // The output node ids, in order.
+  std::vector<std::string> output_ids;
 };
 
 // Who runs a request, for what only some callers may do (a tenant's
@@ -95,6 +136,16 @@ class GraphRunner {
   // How long the last successful Execute of a cached request took (from its
   // start to its reply), or nullopt when the request is not cached.
   std::optional<absl::Duration> LastRunTime(const RequestKey& key) const;
+  // The same for `session`'s prepared graph `handle`.
+  std::optional<absl::Duration> LastRunTime(Session& session, uint64_t handle) const;
+
+  // Validates, plans and compiles request.graph and keeps it in `session`
+  // (Session::AddPreparedGraph, at most GraphLimits::max_prepared_graphs).
+  absl::Status PrepareGraph(Session& session, const v1::PrepareGraphRequest& request,
+                            v1::PreparedGraphInfo* info, RunControl* control = nullptr,
+                            const CallerPermissions& caller = {});
+  absl::Status ReleaseGraph(Session& session, const v1::ReleaseGraphRequest& request,
+                            v1::ReleaseGraphResponse* response);
   // Requests in the request cache now.
   int request_cache_size() const;
 
@@ -114,13 +165,33 @@ class GraphRunner {
 
   // Whether the server takes raw kernels at all (GraphLimits).
   bool allows_raw_kernels() const { return limits_.allow_raw_kernels; }
+  int32_t max_prepared_graphs() const { return limits_.max_prepared_graphs; }
 
  private:
-  struct Prepared;
+  using Prepared = PreparedGraph;
   // Converts, validates and plans; `output_ids` empty means every sink node.
+  // With `keep_ir`, fills what Execute by handle needs (ir, scalars,
+  // output_ids).
   absl::StatusOr<Prepared> Prepare(const v1::Graph& proto, const ArrayTypeLookup& lookup,
                                    const std::vector<std::string>& output_ids,
-                                   const CallerPermissions& caller);
+                                   const CallerPermissions& caller, bool keep_ir = false);
+  // Validates and plans a converted graph.
+  absl::StatusOr<Prepared> PrepareConverted(const Graph& graph, const ArrayTypeLookup& lookup,
+                                            const std::vector<std::string>& output_ids,
+                                            const CallerPermissions& caller);
+  // Keeps `prepared` in `session` and describes it in `info`; compiles its
+  // kernels first when `compile`.
+  absl::Status Keep(Session& session, std::shared_ptr<const Prepared> prepared, int64_t graph_bytes,
+                    bool compile, v1::PreparedGraphInfo* info);
+  // What Execute by handle runs: the session's prepared graph with the
+  // request's arrays (looked up into `arrays`) and scalar values bound;
+  // `revalidated` tells whether a changed integer scalar made it validate
+  // and plan again.
+  absl::StatusOr<std::shared_ptr<const Prepared>> Bind(Session& session,
+                                                       const v1::ExecuteRequest& request,
+                                                       const CallerPermissions& caller,
+                                                       std::vector<Array>* arrays,
+                                                       bool* revalidated);
 
   // The prepared request of `key`, when cached and every array it names
   // (looked up in `session`) still has the type it had; fills `arrays`.

@@ -122,6 +122,9 @@ ABSL_FLAG(absl::Duration, inline_max_run, absl::Milliseconds(1),
 ABSL_FLAG(int, request_cache_entries, 1024,
           "Execute requests kept validated and planned by their graph's bytes, so a repeat "
           "skips conversion, validation and planning; 0: off");
+ABSL_FLAG(int, max_prepared_graphs, 1024,
+          "Prepared graphs (PrepareGraph) one session keeps; preparing more forgets the least "
+          "recently used; 0: the server prepares none");
 ABSL_FLAG(bool, exit_on_device_error, true,
           "After a sticky device error: NOT_SERVING, drain calls for at most --shutdown_grace, "
           "then exit with status 3 so a supervisor restarts the process");
@@ -193,6 +196,7 @@ const std::vector<std::string> kEnvFlags = {
     "max_session_compute_threads",
     "inline_max_run",
     "request_cache_entries",
+    "max_prepared_graphs",
     "exit_on_device_error",
     "tls_cert_file",
     "tls_key_file",
@@ -531,7 +535,8 @@ int main(int argc, char** argv) {
        .max_benchmark_repeats = service_options.max_benchmark_repeats,
        .allow_raw_kernels = absl::GetFlag(FLAGS_allow_raw_kernels),
        .request_cache_entries = std::max(0, absl::GetFlag(FLAGS_request_cache_entries)),
-       .request_cache_bytes = int64_t{16} << 20});
+       .request_cache_bytes = int64_t{16} << 20,
+       .max_prepared_graphs = std::max(0, absl::GetFlag(FLAGS_max_prepared_graphs))});
   if (const std::string file = absl::GetFlag(FLAGS_precompile); !file.empty()) {
     if (int exit_code = Precompile(file, runner); exit_code != 0) return exit_code;
   }

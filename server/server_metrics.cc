@@ -68,6 +68,10 @@ absl::string_view RpcMethodName(RpcMethod method) {
       return "Benchmark";
     case RpcMethod::kPrecompile:
       return "Precompile";
+    case RpcMethod::kPrepareGraph:
+      return "PrepareGraph";
+    case RpcMethod::kReleaseGraph:
+      return "ReleaseGraph";
   }
   return "Unknown";
 }

@@ -60,8 +60,10 @@ enum class RpcMethod : uint8_t {
   kExecute,
   kBenchmark,
   kPrecompile,
+  kPrepareGraph,
+  kReleaseGraph,
 };
-inline constexpr int kNumRpcMethods = 12;
+inline constexpr int kNumRpcMethods = 14;
 // "Execute", "UploadArray", ... (the proto's method names).
 absl::string_view RpcMethodName(RpcMethod method);
 // "OK", "INVALID_ARGUMENT", ... (the canonical code names).

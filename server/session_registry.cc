@@ -277,13 +277,72 @@ bool Session::closed() const {
   return closed_;
 }
 
+absl::StatusOr<uint64_t> Session::AddPreparedGraph(std::shared_ptr<const PreparedGraph> graph,
+                                                   int64_t bytes, int max) {
+  std::vector<std::shared_ptr<const PreparedGraph>> forgotten;  // Freed outside the lock.
+  absl::MutexLock lock(&mu_);
+  if (max <= 0) return absl::FailedPreconditionError("this server keeps no prepared graphs");
+  while (static_cast<int>(prepared_.size()) >= max) {
+    auto it = prepared_.find(prepared_lru_.back());
+    metadata_bytes_ -= it->second.bytes;
+    GiveToBudgets(it->second.bytes);
+    forgotten.push_back(std::move(it->second.graph));
+    prepared_.erase(it);
+    prepared_lru_.pop_back();
+  }
+  if (absl::Status s = TakeLocked(bytes); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("keeping a prepared graph: ", s.message()));
+  }
+  // The bytes belong to the graph's metadata, not to data in use.
+  used_bytes_ -= bytes;
+  metadata_bytes_ += bytes;
+  const uint64_t handle = next_prepared_++;
+  prepared_lru_.push_front(handle);
+  prepared_.emplace(
+      handle,
+      PreparedEntry{.graph = std::move(graph), .bytes = bytes, .lru = prepared_lru_.begin()});
+  return handle;
+}
+
+std::shared_ptr<const PreparedGraph> Session::FindPreparedGraph(uint64_t handle) {
+  absl::MutexLock lock(&mu_);
+  auto it = prepared_.find(handle);
+  if (it == prepared_.end()) return nullptr;
+  prepared_lru_.splice(prepared_lru_.begin(), prepared_lru_, it->second.lru);
+  return it->second.graph;
+}
+
+absl::StatusOr<int64_t> Session::ReleasePreparedGraph(uint64_t handle) {
+  std::shared_ptr<const PreparedGraph> graph;  // Freed outside the lock.
+  absl::MutexLock lock(&mu_);
+  auto it = prepared_.find(handle);
+  if (it == prepared_.end()) {
+    return absl::NotFoundError(absl::StrCat("session holds no prepared graph ", handle));
+  }
+  const int64_t bytes = it->second.bytes;
+  metadata_bytes_ -= bytes;
+  GiveToBudgets(bytes);
+  graph = std::move(it->second.graph);
+  prepared_lru_.erase(it->second.lru);
+  prepared_.erase(it);
+  return bytes;
+}
+
+int Session::num_prepared_graphs() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(prepared_.size());
+}
+
 int64_t Session::CloseAndFree() {
   std::map<std::string, Array> arrays;
+  absl::flat_hash_map<uint64_t, PreparedEntry> prepared;
   int64_t freed = 0;
   {
     absl::MutexLock lock(&mu_);
     closed_ = true;
     arrays.swap(arrays_);
+    prepared.swap(prepared_);
+    prepared_lru_.clear();
     for (const auto& [name, array] : arrays) freed += array.num_bytes();
     used_bytes_ -= freed;
     GiveToBudgets(freed + metadata_bytes_);

@@ -41,6 +41,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,6 +61,8 @@
 namespace gpuflow::server {
 
 class Session;
+// A validated, planned graph kept by a session (graph_runner.h).
+struct PreparedGraph;
 
 // What one stored array costs its session beyond its data: its name, its
 // shape and the bookkeeping around them.
@@ -194,10 +197,23 @@ class Session : public std::enable_shared_from_this<Session> {
     std::shared_ptr<Session> session_;
   };
 
+  // Prepared graphs (PrepareGraph). Keeps `graph` under a new handle (never
+  // 0), its `bytes` counted as metadata; beyond `max` graphs it forgets the
+  // least recently used first (their bytes given back). RESOURCE_EXHAUSTED
+  // when the quota cannot hold `bytes`; NOT_FOUND once the session is
+  // closed.
+  absl::StatusOr<uint64_t> AddPreparedGraph(std::shared_ptr<const PreparedGraph> graph,
+                                            int64_t bytes, int max);
+  // The graph of `handle`, now the most recently used; null when unknown.
+  std::shared_ptr<const PreparedGraph> FindPreparedGraph(uint64_t handle);
+  // Forgets it; returns the bytes given back. NOT_FOUND when unknown.
+  absl::StatusOr<int64_t> ReleasePreparedGraph(uint64_t handle);
+  int num_prepared_graphs() const;
+
   // Arrays plus live reservations and run charges (data bytes).
   int64_t memory_used_bytes() const;
-  // The stored arrays' metadata (MetadataBytes each); counts against the
-  // quota beside memory_used_bytes.
+  // The stored arrays' metadata (MetadataBytes each) and the prepared
+  // graphs'; counts against the quota beside memory_used_bytes.
   int64_t metadata_bytes() const;
   int num_arrays() const;
   bool closed() const;
@@ -242,6 +258,15 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time last_used_ ABSL_GUARDED_BY(mu_);
   int running_requests_ ABSL_GUARDED_BY(mu_) = 0;
+  struct PreparedEntry {
+    std::shared_ptr<const PreparedGraph> graph;
+    int64_t bytes = 0;
+    std::list<uint64_t>::iterator lru;
+  };
+  absl::flat_hash_map<uint64_t, PreparedEntry> prepared_ ABSL_GUARDED_BY(mu_);
+  // Most recently used first.
+  std::list<uint64_t> prepared_lru_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_prepared_ ABSL_GUARDED_BY(mu_) = 1;
   // The registry's clock, for the end of a request (set by the registry).
   std::function<absl::Time()> clock_;
 

@@ -116,9 +116,8 @@ absl::StatusOr<uint64_t> FloatToIntegerBits(double v, DType dtype) {
   return static_cast<uint64_t>(t);
 }
 
-// A scalar as a 0-d literal: weak (bool, int64, uint64 above INT64_MAX, or
-// float64) without a dtype, else converted to its dtype as numpy.int8(300)
-// would be (out-of-range integers are errors).
+}  // namespace
+
 absl::StatusOr<std::pair<LiteralArray, ValueType>> ScalarLiteral(const Scalar& s) {
   if (!s.dtype.has_value()) {
     ValueType type;
@@ -202,6 +201,8 @@ absl::StatusOr<std::pair<LiteralArray, ValueType>> ScalarLiteral(const Scalar& s
   return std::make_pair(ZeroDLiteral(dtype, bits),
                         ValueType{.dtype = dtype, .shape = Shape(), .weak = false});
 }
+
+namespace {
 
 // Whether a literal of a signed integer dtype holds a negative value.
 bool LiteralHasNegative(const LiteralArray& literal) {

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -68,6 +69,12 @@ struct ValidationLimits {
 
 // Returns the type of a session array by name, or NOT_FOUND.
 using ArrayTypeLookup = std::function<absl::StatusOr<ValueType>(const std::string& name)>;
+
+// A scalar as the 0-d literal validation makes of it, and its type: weak
+// (bool, int64, uint64 above INT64_MAX, or float64) without a dtype, else
+// converted to its dtype as numpy.int8(300) would be (out-of-range integers
+// are INVALID_ARGUMENT).
+absl::StatusOr<std::pair<LiteralArray, ValueType>> ScalarLiteral(const Scalar& s);
 
 absl::StatusOr<ValidatedGraph> ValidateGraph(const Graph& graph, const ArrayTypeLookup& lookup,
                                              const ValidationLimits& limits);

@@ -17,7 +17,8 @@ import report  # noqa: E402
 def test_latency_phases_reports_every_call_and_phase(server):
     result = latency_phases.measure(server.target, n=20, warmup=5)
     assert result["answer_ok"]
-    for key in ("keepalive_raw", "execute_raw", "execute_session", "remote_array_get"):
+    for key in ("keepalive_raw", "execute_raw", "execute_session", "execute_raw_prepared",
+                "remote_array_get", "remote_array_get_prebuilt", "fused_get"):
         assert result[key]["n"] == 20 and result[key]["p50_us"] > 0
     phases = result["server_phases"]
     for phase in ("queue", "convert", "validate", "plan", "run", "transfer", "total"):
@@ -26,8 +27,12 @@ def test_latency_phases_reports_every_call_and_phase(server):
     assert result["request_cache_hits"] == 20 and result["plan_cache_hits"] == 20
     assert phases["validate_p50_us"] == 0 and phases["convert_p50_us"] == 0
     assert phases["total_p50_us"] >= phases["run_p50_us"]
+    # The Execute by handle neither converts, validates nor plans.
+    prepared = result["server_phases_prepared"]
+    assert prepared["validate_p50_us"] == 0 and prepared["plan_p50_us"] == 0
+    assert "get_minus_raw_us" in result
     text = report.latency_phases_section(result)
-    assert "KeepAlive" in text and "total" in text
+    assert "KeepAlive" in text and "total" in text and "by handle" in text
 
 
 def test_isolation_bench_runs_both_cases(server):
@@ -37,3 +42,14 @@ def test_isolation_bench_runs_both_cases(server):
     assert result["alone"]["n"] == 30 and result["under_load"]["n"] == 30
     assert result["matmuls_during"] > 0
     assert "beside a loop" in report.isolation_section(result)
+
+
+def test_kernel_gaps_runs_an_unfusable_plan(server):
+    import kernel_gaps
+
+    result = kernel_gaps.measure(server.target, n_repeat=5, max_duration=0.5)
+    assert result["answer_ok"]
+    # Ten rounds of a reduction and the elementwise step it feeds.
+    assert result["steps"] == 2 * kernel_gaps.ROUNDS
+    assert set(result["kinds"]) == {"reduction", "elementwise"}
+    assert result["host_per_run_us"] > 0

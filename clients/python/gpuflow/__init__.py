@@ -56,6 +56,7 @@ from gpuflow.functions import *  # noqa: F401,F403 - CuPy/NumPy-named functions
 from gpuflow.functions import __all__ as _function_names
 from gpuflow.kernels import ElementwiseKernel, RawKernel, ReductionKernel
 from gpuflow.benchmark import BenchmarkResult, benchmark
+from gpuflow.fusion import Fusion, fuse
 
 # dtypes, as in CuPy (gpuflow.float32 is numpy.float32); bfloat16 is the
 # string "bfloat16" wherever a dtype is taken.
@@ -86,6 +87,7 @@ __all__ = sorted(_function_names + [
     "float16",
     "float32",
     "float64",
+    "fuse",
     "int16",
     "int32",
     "int64",
@@ -105,6 +107,7 @@ __all__ = sorted(_function_names + [
     "DTYPES",
     "Error",
     "ExecuteResult",
+    "Fusion",
     "Future",
     "Graph",
     "Node",

@@ -135,7 +135,7 @@ def _call_async(client, fn):
     return future
 
 
-def _rpc_async(client, method, request, finish, *, blocking=False, discard=None):
+def _rpc_async(client, method, request, finish, *, blocking=False, discard=None, retry=None):
     """Sends ``request`` through ``method.future`` and returns a
     :class:`Future` of ``finish(reply)``, or of the error ``_rpc`` would
     raise (``from_rpc_error``). ``blocking``: ``finish`` makes calls of its
@@ -143,13 +143,17 @@ def _rpc_async(client, method, request, finish, *, blocking=False, discard=None)
     given when ``finish`` owns something on the server (results stored
     under temporary names); the request then runs to its end even when the
     Future is cancelled, and ``discard(reply)`` (on a client thread) runs
-    instead of ``finish``, so nothing is left behind."""
+    instead of ``finish``, so nothing is left behind. ``retry(error)``: a
+    request to send once more instead of failing with ``error``, or None."""
     future = Future(client)
-    call = method.future(request)
-    if discard is None:
-        future._call = call
-        if future.cancelled():
-            call.cancel()
+
+    def send(request):
+        call = method.future(request)
+        if discard is None:
+            future._call = call
+            if future.cancelled():
+                call.cancel()
+        call.add_done_callback(done)
 
     def complete(reply):
         if future.cancelled():
@@ -164,12 +168,19 @@ def _rpc_async(client, method, request, finish, *, blocking=False, discard=None)
             _settle(future, value)
 
     def done(call):
+        nonlocal retry
         if call.cancelled():
             _settle(future, error=CancelledError("the call was cancelled"))
             return
         err = call.exception()
         if err is not None:
-            _settle(future, error=from_rpc_error(err) if isinstance(err, grpc.RpcError) else err)
+            err = from_rpc_error(err) if isinstance(err, grpc.RpcError) else err
+            again = retry(err) if retry is not None and not future.cancelled() else None
+            retry = None  # once
+            if again is not None:
+                send(again)
+                return
+            _settle(future, error=err)
             return
         reply = call.result()
         if not blocking:
@@ -180,7 +191,7 @@ def _rpc_async(client, method, request, finish, *, blocking=False, discard=None)
         except RuntimeError:
             _settle(future, error=Error("the client was closed before the reply was read"))
 
-    call.add_done_callback(done)
+    send(request)
     return future
 
 
@@ -430,6 +441,7 @@ class Session:
         # only append here and never make RPCs themselves.
         self._released = collections.deque()
         self._temp_ids = itertools.count()
+        self._prepared = None  # gpuflow._prepared.Cache, made on first use
 
     @property
     def client(self):
@@ -460,6 +472,16 @@ class Session:
             from gpuflow.errors import SessionClosedError
 
             raise SessionClosedError(f"session {self.id} is closed")
+
+    def _prepared_cache(self):
+        """The structures this session has prepared on the server (see
+        gpuflow._prepared)."""
+        cache = self._prepared
+        if cache is None:
+            from gpuflow import _prepared
+
+            cache = self._prepared = _prepared.Cache(self._client.limits.max_prepared_graphs)
+        return cache
 
     def _new_temp_name(self):
         return f"_tmp.{next(self._temp_ids)}"

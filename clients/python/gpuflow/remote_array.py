@@ -41,11 +41,11 @@ import weakref
 
 import numpy as np
 
-from gpuflow import _inference, dtypes
+from gpuflow import _inference, _prepared, dtypes
 from gpuflow._members import ArrayMembers, c_strides
 from gpuflow import client as _client
-from gpuflow.errors import Error
-from gpuflow.graph import Graph, inline_to_numpy
+from gpuflow.errors import Error, FailedPreconditionError
+from gpuflow.graph import Graph, _set_scalar, inline_to_numpy
 from gpuflow.v1 import service_pb2
 
 # Total bytes returned inline by one Execute (the client accepts 64 MiB
@@ -293,23 +293,29 @@ def axes_attr(axis):
 def _build_graph(exprs):
     """A Graph with every op needed for ``exprs`` (shared subexpressions
     once); returns it and {id(expr): Node}."""
+    g, nodes = _graph_of(_prepared.walk([e for e in exprs if e.op is not None]))
+    for e in exprs:
+        if e.op is None and id(e) not in nodes:
+            nodes[id(e)] = g.array(e.array_name)
+    return g, nodes
+
+
+def _graph_of(order):
+    """The Graph of ops listed in graph order (_prepared.walk) and
+    {id(expr): Node} for them and the session arrays they read."""
     g = Graph()
     nodes = {}
-    stack = [(e, False) for e in reversed(exprs)]
-    while stack:
-        e, inputs_done = stack.pop()
-        if id(e) in nodes:
-            continue
-        if e.op is None:
-            nodes[id(e)] = g.array(e.array_name)
-        elif inputs_done:
-            ins = [nodes[id(x)] if isinstance(x, _Expr) else x for x in e.inputs]
-            nodes[id(e)] = g.op(e.op, *ins, **e.attrs)
-        else:
-            stack.append((e, True))
-            for x in reversed(e.inputs):
-                if isinstance(x, _Expr) and id(x) not in nodes:
-                    stack.append((x, False))
+    for e in order:
+        ins = []
+        for x in e.inputs:
+            if isinstance(x, _Expr):
+                node = nodes.get(id(x))
+                if node is None:  # a session array
+                    node = nodes[id(x)] = g.array(x.array_name)
+                ins.append(node)
+            else:
+                ins.append(x)
+        nodes[id(e)] = g.op(e.op, *ins, **e.attrs)
     return g, nodes
 
 
@@ -320,7 +326,10 @@ def _nbytes(expr):
 class _Evaluation:
     """One evaluation of ``exprs`` (see :func:`_execute`): the Execute to
     send (None when every expr is a session array, so only downloads are
-    needed) and how each reply output maps back to its expr."""
+    needed) and how each reply output maps back to its expr. A structure
+    seen before in this session goes by handle (see gpuflow._prepared);
+    ``fallback()`` gives the whole request for when the server has
+    forgotten the handle."""
 
     def __init__(self, session, exprs, names, profile):
         session._check_open()
@@ -333,19 +342,21 @@ class _Evaluation:
         self.plan = []  # (index, "inline" | "store" | "temp", name)
         self.first_inline = {}
         self.request = None
+        self.by_handle = None  # the _prepared.Entry used
+        self._pending = None  # (key, node ids) to keep when the reply prepares it
         ops = [e for e in exprs if e.op is not None]
         if not ops:
             return
         max_inline = session.client.limits.max_inline_bytes
         budget = _INLINE_BUDGET
-        g, nodes = _build_graph(ops)
-        request = service_pb2.ExecuteRequest(session_id=session.id, graph=g.proto, profile=profile)
+        self.structure = structure = _prepared.Structure(ops)
+        outputs = []  # (op index, store_as, return_inline)
         for i, (e, name) in enumerate(zip(exprs, names)):
             if e.op is None:
                 continue
-            node = nodes[id(e)].id
+            node = structure.index[id(e)]
             if name is not None:
-                request.outputs.add(node=node, store_as=name)
+                outputs.append((node, name, False))
                 self.plan.append((i, "store", name))
             elif id(e) in self.first_inline:
                 continue
@@ -354,13 +365,70 @@ class _Evaluation:
                 nbytes = _nbytes(e)
                 if nbytes <= max_inline and nbytes <= budget:
                     budget -= nbytes
-                    request.outputs.add(node=node, return_inline=True)
+                    outputs.append((node, "", True))
                     self.plan.append((i, "inline", None))
                 else:
                     temp = session._new_temp_name()
-                    request.outputs.add(node=node, store_as=temp)
+                    outputs.append((node, temp, False))
                     self.plan.append((i, "temp", temp))
+        self.outputs = outputs
+        self.profile = profile
+        cache = session._prepared_cache()
+        self.key = (structure.key, tuple(node for node, _, _ in outputs))
+        entry = cache.get(self.key) if cache.limit > 0 else None
+        if entry is None:
+            self.request = self.fallback(prepare=cache.limit > 0)
+            return
+        self.by_handle = entry
+        request = service_pb2.ExecuteRequest(session_id=session.id, prepared_graph=entry.handle,
+                                             profile=profile)
+        for node, store_as, inline in outputs:
+            request.outputs.add(node=entry.node_ids[node], store_as=store_as,
+                                return_inline=inline)
+        if structure.arrays != entry.arrays:
+            request.arrays.extend(structure.arrays)
+        if structure.values != entry.values:
+            for value in structure.scalars:
+                _set_scalar_input(request.scalars.add(), value)
         self.request = request
+
+    def fallback(self, prepare=True):
+        """The request with the whole graph; with ``prepare``, asking the
+        server to keep it (the reply's handle is remembered)."""
+        structure = self.structure
+        g, nodes = _graph_of(structure.order)
+        request = service_pb2.ExecuteRequest(session_id=self.session.id, graph=g.proto,
+                                             profile=self.profile, prepare=prepare)
+        node_ids = [nodes[id(e)].id for e in structure.order]
+        for node, store_as, inline in self.outputs:
+            request.outputs.add(node=node_ids[node], store_as=store_as, return_inline=inline)
+        if self.by_handle is not None:
+            self.session._prepared_cache().drop(self.key, self.by_handle)
+            self.by_handle = None
+        self._pending = (self.key, node_ids) if prepare else None
+        return request
+
+    def retry(self, error):
+        """The request to send again after ``error``, or None: a handle the
+        server no longer holds goes whole."""
+        if self.by_handle is None or not isinstance(error, FailedPreconditionError):
+            return None
+        self.request = self.fallback()
+        return self.request
+
+    def remember(self, reply):
+        """Keeps the handle a reply gives for the graph this sent."""
+        if self._pending is None or not reply.HasField("prepared"):
+            return
+        prepared = reply.prepared
+        structure = self.structure
+        if (prepared.handle == 0 or tuple(prepared.arrays) != structure.arrays
+                or prepared.num_scalars != len(structure.scalars)):
+            return  # not what this client would bind: never use it
+        key, node_ids = self._pending
+        self._pending = None
+        self.session._prepared_cache().put(
+            key, _prepared.Entry(prepared.handle, node_ids, structure.arrays, structure.values))
 
     @property
     def has_temps(self):
@@ -379,6 +447,7 @@ class _Evaluation:
         results = [None] * len(exprs)
         timings = None
         if reply is not None:
+            self.remember(reply)
             timings = reply.timings
             try:
                 for (i, kind, name), out in zip(self.plan, reply.outputs):
@@ -410,12 +479,29 @@ class _Evaluation:
                     pass
 
 
+def _set_scalar_input(msg, value):
+    """A graph.proto Scalar for a Python or numpy scalar operand."""
+    if isinstance(value, np.generic):
+        _set_scalar(msg, value.item())
+        msg.dtype = dtypes.to_proto(value.dtype)
+    else:
+        _set_scalar(msg, value)
+
+
 def _execute(session, exprs, names, profile=False):
     """Evaluates ``exprs`` in one Execute. ``names[i]``: store the value in
     the session under that name (giving an ArrayInfo), or None (giving a
     numpy array). Returns (values, timings or None)."""
     run = _Evaluation(session, exprs, names, profile)
-    reply = None if run.request is None else _client._rpc(session._stub.Execute, run.request)
+    reply = None
+    if run.request is not None:
+        try:
+            reply = _client._rpc(session._stub.Execute, run.request)
+        except Error as err:
+            again = run.retry(err)
+            if again is None:
+                raise
+            reply = _client._rpc(session._stub.Execute, again)
     return run.results(reply)
 
 
@@ -432,7 +518,8 @@ def _execute_async(session, exprs, names, profile=False, then=None):
         return _client._call_async(session.client, lambda: finish(None))
     return _client._rpc_async(session.client, session._stub.Execute, run.request, finish,
                               blocking=run.blocking,
-                              discard=run.delete_temps if run.has_temps else None)
+                              discard=run.delete_temps if run.has_temps else None,
+                              retry=run.retry)
 
 
 def to_graph(*arrays):

@@ -1,0 +1,124 @@
+"""The device's idle time between the kernels of one plan (issue 15, target
+3): a plan of STEPS kernels that cannot fuse (ten rounds of
+``x = x - 0.001 * x.sum(axis=-1, keepdims=True)`` on a small float32
+array: a reduction, then an elementwise step that broadcasts it back), run
+through the Benchmark RPC. The plan's device time (events around it) less
+the sum of its steps' own device times (events around each step, from one
+profiled Execute), over the number of steps, is the idle gap per kernel:
+what launching costs the device when the host cannot keep ahead of it.
+
+Prints one JSON object (and writes it to --out). A benchmark, not a test:
+
+    python3 bench/kernel_gaps.py --server build/bin/gpuflowd --backend cpu
+"""
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, BENCH)
+
+import numpy as np  # noqa: E402
+
+import gpu_bench  # noqa: E402 - also puts clients/python on sys.path
+import gpuflow  # noqa: E402
+
+ROUNDS = 10
+SHAPE = (64, 256)
+
+
+def rounds(x):
+    for _ in range(ROUNDS):
+        x = x - 0.001 * x.sum(axis=-1, keepdims=True)
+    return x
+
+
+def measure(target, n_repeat=2000, max_duration=2.0):
+    client = gpuflow.connect(target)
+    try:
+        with client.session(label="kernel_gaps") as session:
+            host = np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)
+            x = session.asarray(host)
+            want = host.astype(np.float64)
+            for _ in range(ROUNDS):
+                want = want - 0.001 * want.sum(axis=-1, keepdims=True)
+            profiled = gpuflow.evaluate(rounds(x), profile=True)
+            steps = list(profiled.timings.steps)
+            result = {
+                "steps": len(steps),
+                "kinds": [s.kind for s in steps],
+                "answer_ok": bool(np.allclose(profiled[0], want, rtol=1e-4, atol=1e-4)),
+            }
+            timed = gpuflow.benchmark(rounds, (x,), n_repeat=n_repeat, max_duration=max_duration)
+            result["host_per_run_us"] = float(np.median(timed.cpu_times)) * 1e6
+            if timed.gpu_times.size == 0 or not all(s.HasField("gpu_seconds") for s in steps):
+                result["gpu"] = None  # the CPU backend times no device
+                return result
+            # Steps' own device times: the median of several profiled runs.
+            per_step = [[s.gpu_seconds] for s in steps]
+            for _ in range(20):
+                for i, s in enumerate(gpuflow.evaluate(rounds(x), profile=True).timings.steps):
+                    per_step[i].append(s.gpu_seconds)
+            busy = sum(gpu_bench.percentile(v, 50) for v in per_step)
+            plan = float(np.median(timed.gpu_times[0]))
+            result["gpu"] = {
+                "plan_us": plan * 1e6,
+                "steps_busy_us": busy * 1e6,
+                "idle_per_kernel_us": (plan - busy) / len(steps) * 1e6,
+                "repeats": int(timed.gpu_times.shape[1]),
+            }
+            return result
+    finally:
+        client.close()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", help="gpuflowd to start (else --target)")
+    parser.add_argument("--target")
+    parser.add_argument("--backend", default="cuda")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    proc = None
+    target = args.target
+    if args.server:
+        port = free_port()
+        target = f"127.0.0.1:{port}"
+        proc = subprocess.Popen([args.server, "--address=127.0.0.1", f"--port={port}",
+                                 f"--backend={args.backend}", "--metrics_port=0"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                result = measure(target)
+                break
+            except gpuflow.UnavailableError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.5)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+    result["backend"] = args.backend
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
