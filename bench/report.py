@@ -198,6 +198,21 @@ def latency_phases_section(lp):
     return text
 
 
+def shm_section(shm):
+    """Rows of service_bench.shm_transfers: GB/s each way per path."""
+    rows = []
+    for r in shm.get("sizes", []):
+        if "error" in r:
+            rows.append([size_label(r['bytes']), r["error"], "", "", "", "", "", ""])
+            continue
+        rows.append([size_label(r['bytes']), f"{r['memcpy_gbps']:.1f}",
+                     f"{r['grpc_upload_gbps']:.2f}", f"{r['grpc_download_gbps']:.2f}",
+                     f"{r['shm_upload_gbps']:.2f}", f"{r['shm_download_gbps']:.2f}",
+                     f"{r['region_upload_gbps']:.2f}", f"{r['region_download_gbps']:.2f}"])
+    return table(["size", "memcpy GB/s (floor)", "gRPC up", "gRPC down", "shm up (staged copy)",
+                  "shm down (staged copy)", "region up (data in place)", "region down"], rows)
+
+
 def isolation_section(iso):
     rows = []
     for key, label in (("alone", "alone"), ("under_load", f"beside a loop of {iso.get('matmul')}")):
@@ -337,6 +352,8 @@ def render_body(results, level="###"):
         lambda s: table(TRANSFER_HEADER, transfer_rows(s)))
     add("Transfers, Python client (gpuflow client; echo client written the same way), 1 MiB chunks",
         "transfers_python", lambda s: table(TRANSFER_HEADER, transfer_rows(s)))
+    add("Same-host transfers: shared memory beside gRPC and memcpy (Python client)",
+        "transfers_shm", shm_section)
     add("First request on a fresh server: cold and warm kernel cache", "cache_warmup", warmup_section)
     return "\n".join(parts)
 

@@ -48,7 +48,7 @@ import service_bench  # noqa: E402
 import gpuflow  # noqa: E402
 import numpy as np  # noqa: E402
 
-SECTIONS = ("latency", "latency_phases", "isolation", "async", "kernels", "concurrency", "transfers_cpp",
+SECTIONS = ("latency", "latency_phases", "isolation", "async", "kernels", "concurrency", "transfers_cpp", "transfers_shm",
             "transfers_python", "cache_warmup")
 
 
@@ -174,7 +174,7 @@ class Run:
         self.server_proc, port, start_s = cache_warmup.start_server(
             self.binary("gpuflowd"), self.args.backend, self.tmp, os.path.join(self.tmp, "kernels"),
             ("--max_session_memory_limit=64GiB", "--default_session_memory_limit=16GiB",
-             "--max_array_bytes=32GiB", "--max_sessions=64"))
+             "--max_array_bytes=32GiB", "--max_sessions=64", "--allow_shared_memory"))
         self.procs.append(self.server_proc)
         with open(os.path.join(self.tmp, "pids"), "w") as f:
             f.write(f"{self.echo_proc.pid}\n{self.server_proc.pid}\n")
@@ -225,6 +225,8 @@ class Run:
             self.binary("transfer_bench"), self.target, self.echo_target, plan["cpp_sizes"], log=log))
         self.section("transfers_python", 40, lambda: service_bench.python_transfers(
             self.session, self.echo, plan["py_sizes"], log=log))
+        self.section("transfers_shm", 30, lambda: service_bench.shm_transfers(
+            self.session, plan["shm_sizes"], log=log))
         self.stop_main_server()
         self.section("cache_warmup", 30, self.cache_warmup)
 

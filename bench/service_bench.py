@@ -368,11 +368,12 @@ def python_transfers(session, echo, sizes, chunk_bytes=MiB, log=print):
         row = {"bytes": size, "repeats": repeats}
         try:
             host = np.arange(size // 4, dtype=np.float32)
-            up = _median_gbps(size, lambda: session.upload(host, name="xfer", chunk_bytes=chunk_bytes),
+            up = _median_gbps(size, lambda: session.upload(host, name="xfer", chunk_bytes=chunk_bytes,
+                                                           transport="grpc"),
                               repeats, warmup)
             got = [None]  # only the last download is kept
-            down = _median_gbps(size, lambda: got.__setitem__(0, session.download("xfer", chunk_bytes=chunk_bytes)),
-                                repeats, warmup)
+            down = _median_gbps(size, lambda: got.__setitem__(0, session.download(
+                "xfer", chunk_bytes=chunk_bytes, transport="grpc")), repeats, warmup)
             if not np.array_equal(got[0], host):
                 raise AssertionError("downloaded array differs from the uploaded one")
             got[0] = None
@@ -393,15 +394,69 @@ def python_transfers(session, echo, sizes, chunk_bytes=MiB, log=print):
     return {"chunk_bytes": chunk_bytes, "client": "Python (gpuflow client / echo client)", "sizes": rows}
 
 
+def shm_transfers(session, sizes, log=print):
+    """Same-host transfers (issue 16) beside gRPC and the host's memory
+    speed: the Python client's upload/download through gRPC, through shared
+    memory as ``transport="shm"`` does it (copying through the session's
+    staging region), and from/to a region the data already lives in (what a
+    client writing its data there directly gets); the floor is one numpy
+    copy of the same bytes on this host."""
+    from multiprocessing import shared_memory
+    import secrets
+
+    rows = []
+    for size, repeats, warmup in sizes:
+        row = {"bytes": size, "repeats": repeats}
+        shm = None
+        try:
+            host = np.arange(size // 4, dtype=np.float32)
+            scratch = np.empty_like(host)
+            row["memcpy_gbps"] = _median_gbps(size, lambda: np.copyto(scratch, host), repeats, warmup)
+            for transport in ("grpc", "shm"):
+                got = [None]
+                row[f"{transport}_upload_gbps"] = _median_gbps(
+                    size, lambda: session.upload(host, name="xfer", transport=transport), repeats, warmup)
+                row[f"{transport}_download_gbps"] = _median_gbps(
+                    size, lambda: got.__setitem__(0, session.download("xfer", transport=transport)),
+                    repeats, warmup)
+                if not np.array_equal(got[0], host):
+                    raise AssertionError(f"{transport}: downloaded array differs from the uploaded one")
+            shm = shared_memory.SharedMemory(name=f"gpuflow_bench_{secrets.token_hex(8)}", create=True,
+                                             size=2 * size)
+            view = np.ndarray((2 * size,), dtype=np.uint8, buffer=shm.buf)
+            view[:size] = host.view(np.uint8)
+            session.register_shared_memory("bench", shm.name, 2 * size)
+            row["region_upload_gbps"] = _median_gbps(size, lambda: session.upload_from_shared_memory(
+                "xfer", "bench", 0, np.float32, host.shape), repeats, warmup)
+            row["region_download_gbps"] = _median_gbps(
+                size, lambda: session.download_to_shared_memory("xfer", "bench", size), repeats, warmup)
+            if not np.array_equal(view[size:].view(np.float32), host):
+                raise AssertionError("region: downloaded bytes differ from the uploaded ones")
+            session.unregister_shared_memory("bench")
+            session.delete("xfer")
+        except Exception as e:  # noqa: BLE001
+            row["error"] = gpu_bench.short_error(e)
+        finally:
+            if shm is not None:
+                del view
+                shm.close()
+                shm.unlink()
+        log(f"  shared memory {size} B: {row}")
+        rows.append(row)
+    return {"client": "Python", "sizes": rows}
+
+
 def default_plan(small):
     """Sizes, counts and durations; small: a quick try on a small machine."""
     if small:
         return {"latency_n": 300, "concurrency": (1, 4, 16), "duration": 0.5,
                 "cpp_sizes": [(MiB, 10), (8 * MiB, 3), (32 * MiB, 2)],
-                "py_sizes": [(MiB, 5, 1), (8 * MiB, 2, 1), (32 * MiB, 1, 0)]}
+                "py_sizes": [(MiB, 5, 1), (8 * MiB, 2, 1), (32 * MiB, 1, 0)],
+                "shm_sizes": [(MiB, 5, 1), (32 * MiB, 2, 1)]}
     return {"latency_n": 2000, "concurrency": (1, 4, 16), "duration": 2.0,
             "cpp_sizes": [(MiB, 50), (64 * MiB, 7), (1 << 30, 3)],
-            "py_sizes": [(MiB, 20, 3), (64 * MiB, 5, 1), (1 << 30, 2, 0)]}
+            "py_sizes": [(MiB, 20, 3), (64 * MiB, 5, 1), (1 << 30, 2, 0)],
+            "shm_sizes": [(64 * MiB, 5, 1), (1 << 30, 3, 1)]}
 
 
 

@@ -163,6 +163,13 @@ struct MemoryStats {
   std::optional<int64_t> device_total_bytes;
 };
 
+// Host memory registered for direct copies (Backend::RegisterHost): the
+// registration ends when this is destroyed.
+class HostRegistration {
+ public:
+  virtual ~HostRegistration() = default;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -213,6 +220,30 @@ class Backend {
                                   Stream& stream) = 0;
   // Waits for all work submitted on `stream`.
   virtual absl::Status Synchronize(Stream& stream) = 0;
+
+  // Registers host memory [base, base + bytes) (a shared-memory region's
+  // mapping) so the device copies straight from and to it: the CUDA backend
+  // pins it (cudaHostRegister). Null when this backend has no direct copies
+  // (the CPU backend), or the memory cannot be pinned: the caller then
+  // copies through CopyToDevice and CopyToHost. The memory must stay
+  // mapped while registered.
+  virtual absl::StatusOr<std::unique_ptr<HostRegistration>> RegisterHost(void* /*base*/,
+                                                                         int64_t /*bytes*/) {
+    return std::unique_ptr<HostRegistration>();
+  }
+  // Copies between memory RegisterHost registered and a buffer with no
+  // staging, ordered on `stream`: complete at the next Synchronize(stream),
+  // before which the host memory must stay registered and its bytes (for
+  // CopyToDeviceDirect) unchanged. UNIMPLEMENTED where RegisterHost
+  // registers nothing.
+  virtual absl::Status CopyToDeviceDirect(const void* /*src*/, DeviceBuffer& /*dst*/,
+                                          int64_t /*offset*/, int64_t /*n*/, Stream& /*stream*/) {
+    return absl::UnimplementedError("this backend has no direct copies from host memory");
+  }
+  virtual absl::Status CopyToHostDirect(const DeviceBuffer& /*src*/, int64_t /*offset*/,
+                                        int64_t /*n*/, void* /*dst*/, Stream& /*stream*/) {
+    return absl::UnimplementedError("this backend has no direct copies to host memory");
+  }
 
   // Runs `plan` (built from `graph`) on `stream`. `arrays[i]` holds
   // graph.arrays[i]; literal values come from graph.literals. Returns the

@@ -152,6 +152,9 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   limits->set_allow_raw_kernels(runner_.allows_raw_kernels() && permissions.raw_kernels);
   limits->set_allow_custom_kernels(permissions.custom_kernels);
   limits->set_max_prepared_graphs(runner_.max_prepared_graphs());
+  limits->set_allow_shared_memory(options_.allow_shared_memory);
+  limits->set_max_shared_memory_bytes(
+      options_.allow_shared_memory ? options_.max_shared_memory_bytes : 0);
   DurationToProto(options_.max_request_duration, limits->mutable_max_request_duration());
   limits->set_max_arrays_per_session(sessions.max_arrays_per_session);
   limits->set_max_benchmark_repeats(options_.max_benchmark_repeats);

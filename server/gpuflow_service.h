@@ -51,6 +51,11 @@ struct ServiceOptions {
   // runs on the gRPC thread that received it, when the compute pool has
   // nothing queued (no hand-off to a compute thread and back); zero: never.
   absl::Duration inline_max_run = absl::Milliseconds(1);
+  // Same-host transfers through POSIX shared memory (--allow_shared_memory):
+  // off unless set; at most this many bytes registered per session.
+  bool allow_shared_memory = false;
+  int64_t max_shared_memory_bytes = int64_t{64} << 30;
+  int32_t max_shared_memory_regions = 64;
 };
 
 // UploadArray is served raw (grpc::ByteBuffer in and out) so the service
@@ -108,6 +113,19 @@ class GpuFlowService final
   grpc::ServerUnaryReactor* ReleaseGraph(grpc::CallbackServerContext* context,
                                          const v1::ReleaseGraphRequest* request,
                                          v1::ReleaseGraphResponse* response) override;
+  // Shared memory (shared_memory_service.cc).
+  grpc::ServerUnaryReactor* RegisterSharedMemory(grpc::CallbackServerContext* context,
+                                                 const v1::RegisterSharedMemoryRequest* request,
+                                                 v1::SharedMemoryRegion* response) override;
+  grpc::ServerUnaryReactor* UnregisterSharedMemory(
+      grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
+      v1::UnregisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* UploadFromSharedMemory(grpc::CallbackServerContext* context,
+                                                   const v1::SharedMemoryUploadRequest* request,
+                                                   v1::ArrayInfo* response) override;
+  grpc::ServerUnaryReactor* DownloadToSharedMemory(grpc::CallbackServerContext* context,
+                                                   const v1::SharedMemoryDownloadRequest* request,
+                                                   v1::ArrayInfo* response) override;
 
  private:
   class UploadReactor;

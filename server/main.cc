@@ -122,6 +122,12 @@ ABSL_FLAG(absl::Duration, inline_max_run, absl::Milliseconds(1),
 ABSL_FLAG(int, request_cache_entries, 1024,
           "Execute requests kept validated and planned by their graph's bytes, so a repeat "
           "skips conversion, validation and planning; 0: off");
+ABSL_FLAG(bool, allow_shared_memory, false,
+          "Accept same-host transfers through POSIX shared memory (RegisterSharedMemory and the "
+          "shared-memory uploads and downloads) from clients on this host; off: "
+          "PERMISSION_DENIED");
+ABSL_FLAG(ByteCount, max_shared_memory_bytes, ByteCount{int64_t{64} << 30},
+          "Bytes of shared memory one session may register in all (the CUDA backend pins them)");
 ABSL_FLAG(int, max_prepared_graphs, 1024,
           "Prepared graphs (PrepareGraph) one session keeps; preparing more forgets the least "
           "recently used; 0: the server prepares none");
@@ -197,6 +203,8 @@ const std::vector<std::string> kEnvFlags = {
     "inline_max_run",
     "request_cache_entries",
     "max_prepared_graphs",
+    "allow_shared_memory",
+    "max_shared_memory_bytes",
     "exit_on_device_error",
     "tls_cert_file",
     "tls_key_file",
@@ -522,6 +530,9 @@ int main(int argc, char** argv) {
   service_options.max_request_duration = absl::GetFlag(FLAGS_max_request_duration);
   service_options.max_benchmark_repeats = std::max(1, absl::GetFlag(FLAGS_max_benchmark_repeats));
   service_options.inline_max_run = absl::GetFlag(FLAGS_inline_max_run);
+  service_options.allow_shared_memory = absl::GetFlag(FLAGS_allow_shared_memory);
+  service_options.max_shared_memory_bytes =
+      std::max<int64_t>(0, absl::GetFlag(FLAGS_max_shared_memory_bytes).bytes);
   gpuflow::PlanCache plans(
       gpuflow::PlanOptions{.max_fused_ops = absl::GetFlag(FLAGS_max_fused_ops)},
       absl::GetFlag(FLAGS_plan_cache_entries));

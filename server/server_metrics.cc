@@ -72,6 +72,14 @@ absl::string_view RpcMethodName(RpcMethod method) {
       return "PrepareGraph";
     case RpcMethod::kReleaseGraph:
       return "ReleaseGraph";
+    case RpcMethod::kRegisterSharedMemory:
+      return "RegisterSharedMemory";
+    case RpcMethod::kUnregisterSharedMemory:
+      return "UnregisterSharedMemory";
+    case RpcMethod::kUploadFromSharedMemory:
+      return "UploadFromSharedMemory";
+    case RpcMethod::kDownloadToSharedMemory:
+      return "DownloadToSharedMemory";
   }
   return "Unknown";
 }

@@ -62,8 +62,12 @@ enum class RpcMethod : uint8_t {
   kPrecompile,
   kPrepareGraph,
   kReleaseGraph,
+  kRegisterSharedMemory,
+  kUnregisterSharedMemory,
+  kUploadFromSharedMemory,
+  kDownloadToSharedMemory,
 };
-inline constexpr int kNumRpcMethods = 14;
+inline constexpr int kNumRpcMethods = 18;
 // "Execute", "UploadArray", ... (the proto's method names).
 absl::string_view RpcMethodName(RpcMethod method);
 // "OK", "INVALID_ARGUMENT", ... (the canonical code names).

@@ -333,9 +333,64 @@ int Session::num_prepared_graphs() const {
   return static_cast<int>(prepared_.size());
 }
 
+absl::Status Session::AddSharedMemory(const std::string& name,
+                                      std::shared_ptr<const SharedMemoryRegion> region,
+                                      int64_t bytes, int max_regions, int64_t max_bytes) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::NotFoundError(absl::StrCat("session ", id_, " is closed"));
+  if (regions_.contains(name)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("the session has a shared-memory region ", Echo(name), " already"));
+  }
+  if (static_cast<int>(regions_.size()) >= max_regions) {
+    return absl::ResourceExhaustedError(absl::StrCat("the session has ", regions_.size(),
+                                                     " shared-memory regions, the most it may "
+                                                     "register; unregister some"));
+  }
+  if (bytes > max_bytes - region_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "registering ", bytes, " more bytes of shared memory would take the session over ",
+        max_bytes, " (--max_shared_memory_bytes; ", region_bytes_, " registered)"));
+  }
+  regions_.emplace(name, RegionEntry{.region = std::move(region), .bytes = bytes});
+  region_bytes_ += bytes;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> Session::FindSharedMemory(
+    const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = regions_.find(name);
+  if (it == regions_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("the session has no shared-memory region ", Echo(name)));
+  }
+  return it->second.region;
+}
+
+absl::Status Session::RemoveSharedMemory(const std::string& name) {
+  std::shared_ptr<const SharedMemoryRegion> region;  // Released outside the lock.
+  absl::MutexLock lock(&mu_);
+  auto it = regions_.find(name);
+  if (it == regions_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("the session has no shared-memory region ", Echo(name)));
+  }
+  region = std::move(it->second.region);
+  region_bytes_ -= it->second.bytes;
+  regions_.erase(it);
+  return absl::OkStatus();
+}
+
+int Session::num_shared_memory_regions() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(regions_.size());
+}
+
 int64_t Session::CloseAndFree() {
   std::map<std::string, Array> arrays;
   absl::flat_hash_map<uint64_t, PreparedEntry> prepared;
+  absl::flat_hash_map<std::string, RegionEntry> regions;
   int64_t freed = 0;
   {
     absl::MutexLock lock(&mu_);
@@ -343,6 +398,8 @@ int64_t Session::CloseAndFree() {
     arrays.swap(arrays_);
     prepared.swap(prepared_);
     prepared_lru_.clear();
+    regions.swap(regions_);
+    region_bytes_ = 0;
     for (const auto& [name, array] : arrays) freed += array.num_bytes();
     used_bytes_ -= freed;
     GiveToBudgets(freed + metadata_bytes_);

@@ -63,6 +63,8 @@ namespace gpuflow::server {
 class Session;
 // A validated, planned graph kept by a session (graph_runner.h).
 struct PreparedGraph;
+// A client's shared-memory object registered in a session (shared_memory.h).
+class SharedMemoryRegion;
 
 // What one stored array costs its session beyond its data: its name, its
 // shape and the bookkeeping around them.
@@ -210,6 +212,19 @@ class Session : public std::enable_shared_from_this<Session> {
   absl::StatusOr<int64_t> ReleasePreparedGraph(uint64_t handle);
   int num_prepared_graphs() const;
 
+  // Shared-memory regions (RegisterSharedMemory), by name; `bytes` is the
+  // region's registered size. ALREADY_EXISTS for a name in use;
+  // RESOURCE_EXHAUSTED beyond `max_regions` regions or `max_bytes` in all;
+  // NOT_FOUND once the session is closed.
+  absl::Status AddSharedMemory(const std::string& name,
+                               std::shared_ptr<const SharedMemoryRegion> region, int64_t bytes,
+                               int max_regions, int64_t max_bytes);
+  // NOT_FOUND when the session has no region of that name.
+  absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> FindSharedMemory(
+      const std::string& name) const;
+  absl::Status RemoveSharedMemory(const std::string& name);
+  int num_shared_memory_regions() const;
+
   // Arrays plus live reservations and run charges (data bytes).
   int64_t memory_used_bytes() const;
   // The stored arrays' metadata (MetadataBytes each) and the prepared
@@ -267,6 +282,12 @@ class Session : public std::enable_shared_from_this<Session> {
   // Most recently used first.
   std::list<uint64_t> prepared_lru_ ABSL_GUARDED_BY(mu_);
   uint64_t next_prepared_ ABSL_GUARDED_BY(mu_) = 1;
+  struct RegionEntry {
+    std::shared_ptr<const SharedMemoryRegion> region;
+    int64_t bytes = 0;
+  };
+  absl::flat_hash_map<std::string, RegionEntry> regions_ ABSL_GUARDED_BY(mu_);
+  int64_t region_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // The registry's clock, for the end of a request (set by the registry).
   std::function<absl::Time()> clock_;
 

@@ -133,6 +133,20 @@ class CudaBackend final : public Backend {
   absl::Status Synchronize(Stream& stream) override {
     return device_->Synchronize(static_cast<CudaStream&>(stream));
   }
+  absl::StatusOr<std::unique_ptr<HostRegistration>> RegisterHost(void* base,
+                                                                 int64_t bytes) override {
+    return device_->RegisterHost(base, bytes);
+  }
+  absl::Status CopyToDeviceDirect(const void* src, DeviceBuffer& dst, int64_t offset, int64_t n,
+                                  Stream& stream) override {
+    return device_->CopyToDeviceDirect(src, static_cast<CudaBuffer&>(dst), offset, n,
+                                       static_cast<CudaStream&>(stream));
+  }
+  absl::Status CopyToHostDirect(const DeviceBuffer& src, int64_t offset, int64_t n, void* dst,
+                                Stream& stream) override {
+    return device_->CopyToHostDirect(static_cast<const CudaBuffer&>(src), offset, n, dst,
+                                     static_cast<CudaStream&>(stream));
+  }
 
   absl::StatusOr<RunResult> Run(const ValidatedGraph& graph, const Plan& plan,
                                 absl::Span<const Array> arrays, Stream& stream,

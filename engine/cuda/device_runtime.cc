@@ -223,6 +223,56 @@ absl::Status DeviceRuntime::CopyToDevice(const void* src, CudaBuffer& dst, int64
   return absl::OkStatus();
 }
 
+namespace {
+
+class PinnedHost final : public HostRegistration {
+ public:
+  PinnedHost(int device, void* base) : device_(device), base_(base) {}
+  ~PinnedHost() override {
+    cudaSetDevice(device_);
+    cudaHostUnregister(base_);
+  }
+
+ private:
+  const int device_;
+  void* const base_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HostRegistration>> DeviceRuntime::RegisterHost(void* base,
+                                                                              int64_t bytes) {
+  if (bytes <= 0) return std::unique_ptr<HostRegistration>();
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  if (cudaHostRegister(base, static_cast<size_t>(bytes), cudaHostRegisterDefault) != cudaSuccess) {
+    // Over the locked-memory limit, or memory the driver cannot pin: the
+    // caller stages instead. Clear the error so it is not reported later.
+    cudaGetLastError();
+    return std::unique_ptr<HostRegistration>();
+  }
+  return std::make_unique<PinnedHost>(device_, base);
+}
+
+absl::Status DeviceRuntime::CopyToDeviceDirect(const void* src, CudaBuffer& dst, int64_t offset,
+                                               int64_t n, CudaStream& stream) {
+  if (absl::Status s = CheckCopyRange(dst.size(), offset, n); !s.ok()) return s;
+  if (n == 0) return absl::OkStatus();
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<char*>(dst.data()) + offset, src, n,
+                                               cudaMemcpyHostToDevice, stream.get()));
+  return absl::OkStatus();
+}
+
+absl::Status DeviceRuntime::CopyToHostDirect(const CudaBuffer& src, int64_t offset, int64_t n,
+                                             void* dst, CudaStream& stream) {
+  if (absl::Status s = CheckCopyRange(src.size(), offset, n); !s.ok()) return s;
+  if (n == 0) return absl::OkStatus();
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, static_cast<const char*>(src.data()) + offset,
+                                               n, cudaMemcpyDeviceToHost, stream.get()));
+  return absl::OkStatus();
+}
+
 absl::Status DeviceRuntime::CopyToHost(const CudaBuffer& src, int64_t offset, int64_t n, void* dst,
                                        CudaStream& stream) {
   if (absl::Status s = CheckCopyRange(src.size(), offset, n); !s.ok()) return s;

@@ -163,6 +163,14 @@ class DeviceRuntime {
   absl::Status CopyToHost(const CudaBuffer& src, int64_t offset, int64_t n, void* dst,
                           CudaStream& stream);
   absl::Status Synchronize(CudaStream& stream);
+  // Pins host memory for direct copies (cudaHostRegister); null when it
+  // cannot be pinned (the caller then stages).
+  absl::StatusOr<std::unique_ptr<HostRegistration>> RegisterHost(void* base, int64_t bytes);
+  // One cudaMemcpyAsync between pinned host memory and a buffer, on `stream`.
+  absl::Status CopyToDeviceDirect(const void* src, CudaBuffer& dst, int64_t offset, int64_t n,
+                                  CudaStream& stream);
+  absl::Status CopyToHostDirect(const CudaBuffer& src, int64_t offset, int64_t n, void* dst,
+                                CudaStream& stream);
 
   // Launches a generated kernel, whose one parameter is the array of
   // 64-bit `words`, on `stream` (and writes it to the launch log).

@@ -53,3 +53,18 @@ def test_kernel_gaps_runs_an_unfusable_plan(server):
     assert result["steps"] == 2 * kernel_gaps.ROUNDS
     assert set(result["kinds"]) == {"reduction", "elementwise"}
     assert result["host_per_run_us"] > 0
+
+
+def test_shm_transfers_report_every_path(make_server):
+    import gpuflow as gf
+    import service_bench
+
+    srv = make_server("--allow_shared_memory")
+    with gf.connect(srv.target) as client, client.session() as s:
+        result = service_bench.shm_transfers(s, [(1 << 20, 2, 1)], log=lambda *_: None)
+    (row,) = result["sizes"]
+    assert "error" not in row, row
+    for key in ("memcpy_gbps", "grpc_upload_gbps", "grpc_download_gbps", "shm_upload_gbps",
+                "shm_download_gbps", "region_upload_gbps", "region_download_gbps"):
+        assert row[key] > 0
+    assert "region up" in report.shm_section(result)

@@ -45,3 +45,6 @@ gpuflow_test(request_cache_test SRCS server/request_cache_test.cc
 # Prepared graphs: PrepareGraph and Execute by handle (issue 15).
 gpuflow_test(prepared_graph_test SRCS server/prepared_graph_test.cc
              DEPS gpuflow::server gpuflow::cpu gpuflow::testing LABELS unit)
+# Shared-memory regions: keys, claims, bounds and the staged copies (issue 16).
+gpuflow_test(shared_memory_test SRCS server/shared_memory_test.cc
+             DEPS gpuflow::server gpuflow::cpu gpuflow::testing LABELS unit)

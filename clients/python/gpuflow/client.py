@@ -442,6 +442,8 @@ class Session:
         self._released = collections.deque()
         self._temp_ids = itertools.count()
         self._prepared = None  # gpuflow._prepared.Cache, made on first use
+        self._shm_stage = None  # gpuflow._shm.Stage, made on first use
+        self._shm_lock = threading.Lock()
 
     @property
     def client(self):
@@ -472,6 +474,70 @@ class Session:
             from gpuflow.errors import SessionClosedError
 
             raise SessionClosedError(f"session {self.id} is closed")
+
+    # -- shared memory (docs/shared-memory.md) -----------------------------
+
+    def _stage(self):
+        stage = self._shm_stage
+        if stage is None:
+            from gpuflow import _shm
+
+            with self._shm_lock:
+                if self._shm_stage is None:
+                    self._shm_stage = _shm.Stage(self, _rpc)
+                stage = self._shm_stage
+        return stage
+
+    def _use_shm(self, transport, nbytes):
+        """Whether a transfer of ``nbytes`` (None: not known) goes through
+        shared memory."""
+        if transport == "grpc":
+            return False
+        if transport not in ("shm", "auto"):
+            raise ValueError(f"transport must be 'grpc', 'shm' or 'auto', got {transport!r}")
+        if transport == "auto" and (nbytes == 0 or not self._client.limits.allow_shared_memory):
+            return False
+        self._check_open()
+        if self._stage().probe():
+            return True
+        if transport == "auto":
+            return False
+        if not self._client.limits.allow_shared_memory:
+            from gpuflow.errors import PermissionDeniedError
+
+            raise PermissionDeniedError("shared-memory transfers are off on this server "
+                                        "(gpuflowd --allow_shared_memory)")
+        raise Error("shared memory does not work with this server: it runs on another host, "
+                    "does not share /dev/shm, or /dev/shm has no room")
+
+    def register_shared_memory(self, region, key, byte_size):
+        """Registers the shared-memory object ``key`` (a name given to
+        shm_open, e.g. ``multiprocessing.shared_memory.SharedMemory(...).name``,
+        starting with "gpuflow") in this session as ``region``: the first
+        ``byte_size`` bytes. Returns the server's ``SharedMemoryRegion``."""
+        return _rpc(self._stub.RegisterSharedMemory, service_pb2.RegisterSharedMemoryRequest(
+            session_id=self.id, region=region, key=key, byte_size=byte_size))
+
+    def unregister_shared_memory(self, region):
+        _rpc(self._stub.UnregisterSharedMemory, service_pb2.UnregisterSharedMemoryRequest(
+            session_id=self.id, region=region))
+
+    def upload_from_shared_memory(self, name, region, offset, dtype, shape):
+        """Stores region bytes [offset, offset + size) as the array ``name``
+        of ``dtype`` and ``shape``; returns its :class:`ArrayInfo`."""
+        return ArrayInfo(_rpc(self._stub.UploadFromSharedMemory,
+                              service_pb2.SharedMemoryUploadRequest(
+                                  session_id=self.id, name=name,
+                                  dtype=dtypes.to_proto(dtype if dtype == "bfloat16"
+                                                        else np.dtype(dtype)),
+                                  shape=list(shape), region=region, offset=offset)))
+
+    def download_to_shared_memory(self, name, region, offset=0):
+        """Writes the array ``name``'s bytes into ``region`` at ``offset``;
+        returns its :class:`ArrayInfo`."""
+        return ArrayInfo(_rpc(self._stub.DownloadToSharedMemory,
+                              service_pb2.SharedMemoryDownloadRequest(
+                                  session_id=self.id, name=name, region=region, offset=offset)))
 
     def _prepared_cache(self):
         """The structures this session has prepared on the server (see
@@ -504,10 +570,16 @@ class Session:
 
     # -- arrays -------------------------------------------------------------
 
-    def upload(self, array, name, *, dtype=None, chunk_bytes=DEFAULT_CHUNK_BYTES):
+    def upload(self, array, name, *, dtype=None, chunk_bytes=DEFAULT_CHUNK_BYTES,
+               transport="auto"):
         """Uploads a numpy array (any shape, 0-d and empty included) under
         ``name``, replacing an array of that name. ``dtype="bfloat16"`` sends
-        a uint16 array's words as bfloat16. Returns its :class:`ArrayInfo`."""
+        a uint16 array's words as bfloat16. Returns its :class:`ArrayInfo`.
+
+        ``transport``: ``"grpc"`` (the bytes travel in the call), ``"shm"``
+        (through shared memory: the server must allow it and run on this
+        host; :class:`gpuflow.Error` otherwise) or ``"auto"`` (shared memory
+        when that works, else gRPC). See docs/shared-memory.md."""
         array = np.asarray(array)
         name_ = dtype if dtype is not None else array.dtype.name
         if name_ == "bfloat16" and array.dtype != np.uint16:
@@ -516,6 +588,8 @@ class Session:
             array = array.astype(dtype)
         wire = dtypes.to_proto(name_)
         array = np.asarray(array, dtype=dtypes.numpy_dtype(name_), order="C")
+        if self._use_shm(transport, array.nbytes):
+            return ArrayInfo(self._stage().upload(array, name, wire))
         header = service_pb2.UploadHeader(
             session_id=self.id, name=name, dtype=wire, shape=list(array.shape)
         )
@@ -528,9 +602,11 @@ class Session:
 
         return ArrayInfo(_rpc(self._stub.UploadArray, requests()))
 
-    def download(self, name, *, chunk_bytes=0):
+    def download(self, name, *, chunk_bytes=0, transport="auto"):
         """Downloads an array as a numpy array, bit-exact (bfloat16 arrays as
-        uint16 words)."""
+        uint16 words). ``transport`` as for :meth:`upload`."""
+        if self._use_shm(transport, None):
+            return self._stage().download(name)[1]
         stream = self._stub.DownloadArray(
             service_pb2.DownloadArrayRequest(session_id=self.id, name=name, chunk_bytes=chunk_bytes)
         )
@@ -625,7 +701,11 @@ class Session:
             return
         self.closed = True
         self._released.clear()
-        _rpc(self._stub.CloseSession, service_pb2.CloseSessionRequest(session_id=self.id))
+        try:
+            _rpc(self._stub.CloseSession, service_pb2.CloseSessionRequest(session_id=self.id))
+        finally:
+            if self._shm_stage is not None:
+                self._shm_stage.close()  # the server let go of it with the session
 
     def __enter__(self):
         """Closes the session on exit, and makes it the current session of
