@@ -55,6 +55,9 @@ struct GraphLimits {
   int64_t request_cache_bytes = int64_t{16} << 20;
   // Prepared graphs one session keeps (PrepareGraph); 0: none.
   int32_t max_prepared_graphs = 1024;
+  // Outputs may be written into shared-memory regions (OutputSpec.
+  // shared_memory; --allow_shared_memory).
+  bool allow_shared_memory = false;
 };
 
 // A validated, planned graph, shared by the request cache, a session's

@@ -547,7 +547,8 @@ int main(int argc, char** argv) {
        .allow_raw_kernels = absl::GetFlag(FLAGS_allow_raw_kernels),
        .request_cache_entries = std::max(0, absl::GetFlag(FLAGS_request_cache_entries)),
        .request_cache_bytes = int64_t{16} << 20,
-       .max_prepared_graphs = std::max(0, absl::GetFlag(FLAGS_max_prepared_graphs))});
+       .max_prepared_graphs = std::max(0, absl::GetFlag(FLAGS_max_prepared_graphs)),
+       .allow_shared_memory = absl::GetFlag(FLAGS_allow_shared_memory)});
   if (const std::string file = absl::GetFlag(FLAGS_precompile); !file.empty()) {
     if (int exit_code = Precompile(file, runner); exit_code != 0) return exit_code;
   }

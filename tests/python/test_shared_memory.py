@@ -178,3 +178,70 @@ def test_metrics_and_info_show_it(shm_server):
         assert limits.max_shared_memory_bytes == 256 << 20
         request = service_pb2.GetServerInfoRequest()
         assert client.stub.GetServerInfo(request).limits.allow_shared_memory
+
+
+def test_large_results_come_back_through_the_stage(shm_session, monkeypatch):
+    # Results over the inline limit go through the stage: one Execute, no
+    # temporaries stored, nothing downloaded.
+    limit = shm_session.client.limits.max_inline_bytes
+    rows = limit // (4 * 1100) + 8
+    big = shm_session.asarray(np.ones((rows, 1100), dtype=np.float32))
+    before = sorted(a.name for a in shm_session.list())
+
+    def no_download(*args, **kwargs):
+        raise AssertionError("a result was downloaded")
+
+    monkeypatch.setattr(shm_session, "download", no_download)
+    for k in range(2):  # the second by handle
+        out = gf.evaluate(big * (3 + k), big.sum(axis=0), big - 1)
+        np.testing.assert_array_equal(out[0], np.full((rows, 1100), 3 + k, dtype=np.float32))
+        np.testing.assert_array_equal(out[1], np.full(1100, rows, dtype=np.float32))
+        np.testing.assert_array_equal(out[2], np.zeros((rows, 1100), dtype=np.float32))
+    assert out.timings.prepared_graph
+    assert sorted(a.name for a in shm_session.list()) == before
+    # Asynchronous evaluations keep the temporaries' way (the stage is one
+    # region, held by one evaluation at a time).
+    monkeypatch.undo()
+    np.testing.assert_array_equal((big * 5).get_async().result(60),
+                                  np.full((rows, 1100), 5, dtype=np.float32))
+
+
+def test_execute_writes_outputs_into_a_region(shm_session, region):
+    view = np.ndarray((1 << 20,), dtype=np.uint8, buffer=region.buf)
+    shm_session.upload(np.arange(100, dtype=np.float32), "x", transport="grpc")
+    shm_session.register_shared_memory("out", region.name, 1 << 20)
+    g = gf.Graph()
+    y = g.mul(g.array("x"), 2.0)
+    request = service_pb2.ExecuteRequest(session_id=shm_session.id, graph=g.proto)
+    request.outputs.add(node=y.id, shared_memory={"region": "out", "offset": 1024},
+                        store_as="y")
+    reply = gf.client._rpc(shm_session._stub.Execute, request)
+    assert tuple(reply.outputs[0].info.shape) == (100,)
+    np.testing.assert_array_equal(view[1024:1424].view(np.float32), np.arange(100) * 2.0)
+    np.testing.assert_array_equal(shm_session.download("y", transport="grpc"),
+                                  np.arange(100) * 2.0)
+    # Out of the region: refused before anything runs or is stored.
+    request.outputs[0].shared_memory.offset = (1 << 20) - 100
+    request.outputs[0].store_as = "z"
+    with pytest.raises(gf.InvalidArgumentError, match="outside the region"):
+        gf.client._rpc(shm_session._stub.Execute, request)
+    assert "z" not in [a.name for a in shm_session.list()]
+    request.outputs[0].store_as = ""
+    request.outputs[0].return_inline = True
+    request.outputs[0].shared_memory.offset = 0
+    with pytest.raises(gf.InvalidArgumentError, match="both returned inline"):
+        gf.client._rpc(shm_session._stub.Execute, request)
+    request.outputs[0].return_inline = False
+    request.outputs[0].shared_memory.region = "nope"
+    with pytest.raises(gf.NotFoundError, match="no shared-memory region 'nope'"):
+        gf.client._rpc(shm_session._stub.Execute, request)
+
+
+def test_execute_to_shared_memory_is_refused_when_off(session):
+    session.upload(np.arange(4, dtype=np.float32), "x")
+    g = gf.Graph()
+    y = g.neg(g.array("x"))
+    request = service_pb2.ExecuteRequest(session_id=session.id, graph=g.proto)
+    request.outputs.add(node=y.id, shared_memory={"region": "r", "offset": 0})
+    with pytest.raises(gf.PermissionDeniedError, match="--allow_shared_memory"):
+        gf.client._rpc(session._stub.Execute, request)

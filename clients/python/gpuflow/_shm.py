@@ -44,11 +44,13 @@ class Stage:
     def __init__(self, session, rpc):
         self._session = session
         self._rpc = rpc
-        self._lock = threading.Lock()
+        # Held by a transfer, or by an Execute writing results here until
+        # they are read (Stage.read).
+        self.lock = threading.RLock()
         self._shm = None
         self.usable = None  # None: not tried yet
 
-    def _grow(self, nbytes):
+    def grow(self, nbytes):
         """Makes the region hold at least ``nbytes``; ShmUnavailable when it
         cannot."""
         if self._shm is not None and self._shm.size >= nbytes:
@@ -91,11 +93,12 @@ class Stage:
         shm.unlink()
 
     def probe(self):
-        """Whether shared memory works for this session (tried once)."""
-        with self._lock:
+        """Whether shared memory works for this session (tried once; the
+        caller must not hold ``lock``)."""
+        with self.lock:
             if self.usable is None:
                 try:
-                    self._grow(_MIN_BYTES)
+                    self.grow(_MIN_BYTES)
                     self.usable = True
                 except (Error, OSError):
                     self.usable = False
@@ -104,8 +107,8 @@ class Stage:
     def upload(self, array, name, wire_dtype):
         """Stores ``array`` (C-contiguous) as ``name``; returns the reply."""
         flat = array.reshape(-1).view(np.uint8)
-        with self._lock:
-            self._grow(flat.nbytes)
+        with self.lock:
+            self.grow(flat.nbytes)
             np.frombuffer(self._shm.buf, dtype=np.uint8, count=flat.nbytes)[:] = flat
             return self._rpc(self._session._stub.UploadFromSharedMemory,
                              service_pb2.SharedMemoryUploadRequest(
@@ -114,11 +117,11 @@ class Stage:
 
     def download(self, name, info=None):
         """The array ``name`` as (ArrayInfo message, numpy array)."""
-        with self._lock:
+        with self.lock:
             if info is not None:
-                self._grow(max(info.num_bytes, 1))
+                self.grow(max(info.num_bytes, 1))
             elif self._shm is None:
-                self._grow(_MIN_BYTES)
+                self.grow(_MIN_BYTES)
             request = service_pb2.SharedMemoryDownloadRequest(
                 session_id=self._session.id, name=name, region=REGION, offset=0)
             try:
@@ -129,14 +132,22 @@ class Stage:
                 # Larger than the region: learn its size, grow, once more.
                 size = self._rpc(self._session._stub.GetArrayInfo, service_pb2.GetArrayInfoRequest(
                     session_id=self._session.id, name=name)).num_bytes
-                self._grow(max(size, 1))
+                self.grow(max(size, 1))
                 reply = self._rpc(self._session._stub.DownloadToSharedMemory, request)
             out = np.frombuffer(self._shm.buf, dtype=np.uint8, count=reply.num_bytes).copy()
         dtype = dtypes.numpy_dtype(dtypes.name_of(reply.dtype))
         return reply, out.view(dtype).reshape(tuple(reply.shape))
 
+    def read(self, info, offset):
+        """A copy of the array an Execute wrote at ``offset`` (its ArrayInfo
+        message ``info``); the caller holds ``lock``."""
+        dtype = dtypes.numpy_dtype(dtypes.name_of(info.dtype))
+        out = np.frombuffer(self._shm.buf, dtype=np.uint8, count=info.num_bytes,
+                            offset=offset).copy()
+        return out.view(dtype).reshape(tuple(info.shape))
+
     def close(self):
         """Frees the region; the server let go of it with the session."""
-        with self._lock:
+        with self.lock:
             self._release(unregister=False)
             self.usable = False

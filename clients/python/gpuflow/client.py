@@ -510,6 +510,15 @@ class Session:
         raise Error("shared memory does not work with this server: it runs on another host, "
                     "does not share /dev/shm, or /dev/shm has no room")
 
+    def _result_stage(self):
+        """The shared-memory stage results too large to return inline go
+        through (see gpuflow._shm), or None: the server does not allow it,
+        or it does not work from here."""
+        if not self._client.limits.allow_shared_memory:
+            return None
+        stage = self._stage()
+        return stage if stage.probe() else None
+
     def register_shared_memory(self, region, key, byte_size):
         """Registers the shared-memory object ``key`` (a name given to
         shm_open, e.g. ``multiprocessing.shared_memory.SharedMemory(...).name``,

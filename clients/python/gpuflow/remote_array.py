@@ -41,7 +41,7 @@ import weakref
 
 import numpy as np
 
-from gpuflow import _inference, _prepared, dtypes
+from gpuflow import _inference, _prepared, _shm, dtypes
 from gpuflow._members import ArrayMembers, c_strides
 from gpuflow import client as _client
 from gpuflow.errors import Error, FailedPreconditionError
@@ -331,7 +331,7 @@ class _Evaluation:
     ``fallback()`` gives the whole request for when the server has
     forgotten the handle."""
 
-    def __init__(self, session, exprs, names, profile):
+    def __init__(self, session, exprs, names, profile, stage=None):
         session._check_open()
         session._delete_released()
         self.session = session
@@ -371,6 +371,8 @@ class _Evaluation:
                     temp = session._new_temp_name()
                     outputs.append((node, temp, False))
                     self.plan.append((i, "temp", temp))
+        if stage is not None and self.has_temps:
+            outputs = self._through(stage, outputs)
         self.outputs = outputs
         self.profile = profile
         cache = session._prepared_cache()
@@ -383,8 +385,7 @@ class _Evaluation:
         request = service_pb2.ExecuteRequest(session_id=session.id, prepared_graph=entry.handle,
                                              profile=profile)
         for node, store_as, inline in outputs:
-            request.outputs.add(node=entry.node_ids[node], store_as=store_as,
-                                return_inline=inline)
+            _add_output(request, entry.node_ids[node], store_as, inline)
         if structure.arrays != entry.arrays:
             request.arrays.extend(structure.arrays)
         if structure.values != entry.values:
@@ -401,7 +402,7 @@ class _Evaluation:
                                              profile=self.profile, prepare=prepare)
         node_ids = [nodes[id(e)].id for e in structure.order]
         for node, store_as, inline in self.outputs:
-            request.outputs.add(node=node_ids[node], store_as=store_as, return_inline=inline)
+            _add_output(request, node_ids[node], store_as, inline)
         if self.by_handle is not None:
             self.session._prepared_cache().drop(self.key, self.by_handle)
             self.by_handle = None
@@ -430,6 +431,27 @@ class _Evaluation:
         self.session._prepared_cache().put(
             key, _prepared.Entry(prepared.handle, node_ids, structure.arrays, structure.values))
 
+    def _through(self, stage, outputs):
+        """``outputs`` (one for each entry of ``self.plan``) with the results
+        too large to return inline written into the session's shared-memory
+        stage instead of stored and downloaded (one call, no temporaries);
+        unchanged when the stage cannot hold them."""
+        offsets = {}
+        total = 0
+        for k, (i, kind, _) in enumerate(self.plan):
+            if kind == "temp":
+                offsets[k] = total
+                total += -(-_nbytes(self.exprs[i]) // 256) * 256
+        try:
+            stage.grow(total)
+        except (Error, OSError):
+            return outputs
+        self.stage = stage
+        for k, offset in offsets.items():
+            self.plan[k] = (self.plan[k][0], "shm", offset)
+            outputs[k] = (outputs[k][0], ("shm", offset), False)
+        return outputs
+
     @property
     def has_temps(self):
         """Whether the Execute stores results under temporary names."""
@@ -455,6 +477,8 @@ class _Evaluation:
                         results[i] = inline_to_numpy(out.value)
                     elif kind == "store":
                         results[i] = _client.ArrayInfo(out.info)
+                    elif kind == "shm":
+                        results[i] = self.stage.read(out.info, name)
                     else:
                         results[i] = session.download(name)
             finally:
@@ -479,6 +503,16 @@ class _Evaluation:
                     pass
 
 
+def _add_output(request, node, store_as, inline):
+    """One OutputSpec: stored as ``store_as`` (a name), written into the
+    shared-memory stage (``("shm", offset)``) or returned inline."""
+    if isinstance(store_as, tuple):
+        request.outputs.add(node=node, shared_memory={"region": _shm.REGION,
+                                                       "offset": store_as[1]})
+    else:
+        request.outputs.add(node=node, store_as=store_as, return_inline=inline)
+
+
 def _set_scalar_input(msg, value):
     """A graph.proto Scalar for a Python or numpy scalar operand."""
     if isinstance(value, np.generic):
@@ -492,16 +526,23 @@ def _execute(session, exprs, names, profile=False):
     """Evaluates ``exprs`` in one Execute. ``names[i]``: store the value in
     the session under that name (giving an ArrayInfo), or None (giving a
     numpy array). Returns (values, timings or None)."""
-    run = _Evaluation(session, exprs, names, profile)
+    stage = session._result_stage()
+    if stage is None:
+        return _run(_Evaluation(session, exprs, names, profile))
+    with stage.lock:  # results written there are read before the next use
+        return _run(_Evaluation(session, exprs, names, profile, stage=stage))
+
+
+def _run(run):
     reply = None
     if run.request is not None:
         try:
-            reply = _client._rpc(session._stub.Execute, run.request)
+            reply = _client._rpc(run.session._stub.Execute, run.request)
         except Error as err:
             again = run.retry(err)
             if again is None:
                 raise
-            reply = _client._rpc(session._stub.Execute, again)
+            reply = _client._rpc(run.session._stub.Execute, again)
     return run.results(reply)
 
 
