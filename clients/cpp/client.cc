@@ -1,6 +1,12 @@
 #include "clients/cpp/client.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -358,6 +364,64 @@ absl::StatusOr<v1::BenchmarkResponse> Session::Benchmark(v1::BenchmarkRequest re
   return connection_->Call(&v1::GpuFlow::Stub::Benchmark, request);
 }
 
+absl::StatusOr<v1::PreparedGraphInfo> Session::PrepareGraph(v1::PrepareGraphRequest request) const {
+  request.set_session_id(id_);
+  return connection_->Call(&v1::GpuFlow::Stub::PrepareGraph, request);
+}
+
+absl::StatusOr<int64_t> Session::ReleaseGraph(uint64_t handle) const {
+  v1::ReleaseGraphRequest request;
+  request.set_session_id(id_);
+  request.set_handle(handle);
+  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::ReleaseGraphResponse response,
+                                  connection_->Call(&v1::GpuFlow::Stub::ReleaseGraph, request));
+  return response.freed_bytes();
+}
+
+absl::StatusOr<v1::SharedMemoryRegion> Session::RegisterSharedMemory(absl::string_view region,
+                                                                     absl::string_view key,
+                                                                     int64_t byte_size) const {
+  v1::RegisterSharedMemoryRequest request;
+  request.set_session_id(id_);
+  request.set_region(std::string(region));
+  request.set_key(std::string(key));
+  request.set_byte_size(byte_size);
+  return connection_->Call(&v1::GpuFlow::Stub::RegisterSharedMemory, request);
+}
+
+absl::Status Session::UnregisterSharedMemory(absl::string_view region) const {
+  v1::UnregisterSharedMemoryRequest request;
+  request.set_session_id(id_);
+  request.set_region(std::string(region));
+  return connection_->Call(&v1::GpuFlow::Stub::UnregisterSharedMemory, request).status();
+}
+
+absl::StatusOr<v1::ArrayInfo> Session::UploadFromSharedMemory(absl::string_view name,
+                                                              v1::DType dtype,
+                                                              const std::vector<int64_t>& shape,
+                                                              absl::string_view region,
+                                                              int64_t offset) const {
+  v1::SharedMemoryUploadRequest request;
+  request.set_session_id(id_);
+  request.set_name(std::string(name));
+  request.set_dtype(dtype);
+  request.mutable_shape()->Assign(shape.begin(), shape.end());
+  request.set_region(std::string(region));
+  request.set_offset(offset);
+  return connection_->Call(&v1::GpuFlow::Stub::UploadFromSharedMemory, request);
+}
+
+absl::StatusOr<v1::ArrayInfo> Session::DownloadToSharedMemory(absl::string_view name,
+                                                              absl::string_view region,
+                                                              int64_t offset) const {
+  v1::SharedMemoryDownloadRequest request;
+  request.set_session_id(id_);
+  request.set_name(std::string(name));
+  request.set_region(std::string(region));
+  request.set_offset(offset);
+  return connection_->Call(&v1::GpuFlow::Stub::DownloadToSharedMemory, request);
+}
+
 absl::StatusOr<v1::SessionInfo> Session::KeepAlive() const {
   v1::KeepAliveRequest request;
   request.set_session_id(id_);
@@ -370,6 +434,63 @@ absl::StatusOr<int64_t> Session::Close() const {
   GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::CloseSessionResponse response,
                                   connection_->Call(&v1::GpuFlow::Stub::CloseSession, request));
   return response.freed_bytes();
+}
+
+// ---------------------------------------------------------------- shared memory
+
+absl::StatusOr<SharedMemory> SharedMemory::Create(int64_t bytes) {
+  if (bytes <= 0) return absl::InvalidArgumentError("a shared-memory object needs bytes");
+  std::array<unsigned char, 16> random{};
+  if (getrandom(random.data(), random.size(), 0) != static_cast<ssize_t>(random.size())) {
+    return absl::InternalError(absl::StrCat("getrandom: ", std::strerror(errno)));
+  }
+  std::string key = "gpuflow_";
+  for (unsigned char b : random) absl::StrAppend(&key, absl::Hex(b, absl::kZeroPad2));
+  const std::string path = absl::StrCat("/", key);
+  const int fd = shm_open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) return absl::InternalError(absl::StrCat("shm_open: ", std::strerror(errno)));
+  if (ftruncate(fd, bytes) != 0) {
+    const int error = errno;
+    close(fd);
+    shm_unlink(path.c_str());
+    return absl::ResourceExhaustedError(absl::StrCat("ftruncate: ", std::strerror(error)));
+  }
+  void* data = mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int error = errno;
+  close(fd);  // the mapping keeps the object
+  if (data == MAP_FAILED) {
+    shm_unlink(path.c_str());
+    return absl::ResourceExhaustedError(absl::StrCat("mmap: ", std::strerror(error)));
+  }
+  return SharedMemory(std::move(key), data, bytes);
+}
+
+SharedMemory::SharedMemory(SharedMemory&& other) noexcept
+    : key_(std::move(other.key_)), data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+SharedMemory& SharedMemory::operator=(SharedMemory&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    key_ = std::move(other.key_);
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+SharedMemory::~SharedMemory() { Reset(); }
+
+void SharedMemory::Reset() {
+  if (data_ == nullptr) return;
+  munmap(data_, static_cast<size_t>(size_));
+  shm_unlink(absl::StrCat("/", key_).c_str());
+  data_ = nullptr;
+  size_ = 0;
 }
 
 }  // namespace gpuflow::client

@@ -184,6 +184,31 @@ class Session {
   // Times a graph (see BenchmarkRequest). The session_id is set likewise.
   absl::StatusOr<v1::BenchmarkResponse> Benchmark(v1::BenchmarkRequest request) const;
 
+  // Prepares a graph once (validated, planned, compiled) and returns its
+  // handle; Execute then runs it with ExecuteRequest.prepared_graph set,
+  // binding arrays and scalars (docs/performance.md).
+  absl::StatusOr<v1::PreparedGraphInfo> PrepareGraph(v1::PrepareGraphRequest request) const;
+  // Forgets a prepared graph; returns the quota given back.
+  absl::StatusOr<int64_t> ReleaseGraph(uint64_t handle) const;
+
+  // Same-host transfers through POSIX shared memory (SharedMemory below;
+  // docs/shared-memory.md), on a server run with --allow_shared_memory.
+  // Registers the object `key` (its first `byte_size` bytes) as `region`.
+  absl::StatusOr<v1::SharedMemoryRegion> RegisterSharedMemory(absl::string_view region,
+                                                              absl::string_view key,
+                                                              int64_t byte_size) const;
+  absl::Status UnregisterSharedMemory(absl::string_view region) const;
+  // Stores region bytes [offset, offset + size) as an array of `dtype` and
+  // `shape`.
+  absl::StatusOr<v1::ArrayInfo> UploadFromSharedMemory(absl::string_view name, v1::DType dtype,
+                                                       const std::vector<int64_t>& shape,
+                                                       absl::string_view region,
+                                                       int64_t offset) const;
+  // Writes an array's bytes into the region at `offset`.
+  absl::StatusOr<v1::ArrayInfo> DownloadToSharedMemory(absl::string_view name,
+                                                       absl::string_view region,
+                                                       int64_t offset) const;
+
   // Resets the idle timer; returns the session's state.
   absl::StatusOr<v1::SessionInfo> KeepAlive() const;
   // Closes the session, freeing everything it holds; returns the bytes
@@ -197,6 +222,39 @@ class Session {
 
   std::shared_ptr<internal::Connection> connection_;
   std::string id_;
+};
+
+// A POSIX shared-memory object this process creates (shm_open, named
+// "gpuflow_" and 128 random bits, so the server will open it and nobody can
+// guess it), mapped for reading and writing; unlinked and unmapped when
+// destroyed. Move-only.
+//
+//   absl::StatusOr<SharedMemory> shm = SharedMemory::Create(bytes);
+//   std::memcpy(shm->data(), host, bytes);
+//   session.RegisterSharedMemory("staging", shm->key(), shm->size());
+//   session.UploadFromSharedMemory("x", v1::DTYPE_FLOAT32, {n}, "staging", 0);
+class SharedMemory {
+ public:
+  static absl::StatusOr<SharedMemory> Create(int64_t bytes);
+  SharedMemory(SharedMemory&& other) noexcept;
+  SharedMemory& operator=(SharedMemory&& other) noexcept;
+  SharedMemory(const SharedMemory&) = delete;
+  SharedMemory& operator=(const SharedMemory&) = delete;
+  ~SharedMemory();
+
+  // The name to register (without shm_open's leading '/').
+  const std::string& key() const { return key_; }
+  void* data() const { return data_; }
+  int64_t size() const { return size_; }
+
+ private:
+  SharedMemory(std::string key, void* data, int64_t size)
+      : key_(std::move(key)), data_(data), size_(size) {}
+  void Reset();
+
+  std::string key_;
+  void* data_ = nullptr;
+  int64_t size_ = 0;
 };
 
 }  // namespace gpuflow::client

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <future>
 #include <memory>
 #include <optional>
@@ -57,7 +58,8 @@ class ClientTest : public ::testing::Test {
   // failing SetUpTestSuite, which GoogleTest reports as skipped tests.
   static void SetUpTestSuite() {
     absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(
-        GPUFLOW_SERVER_BIN, {"--backend=cpu", absl::StrCat("--max_chunk_bytes=", kChunkBytes)});
+        GPUFLOW_SERVER_BIN, {"--backend=cpu", absl::StrCat("--max_chunk_bytes=", kChunkBytes),
+                             "--allow_shared_memory"});
     if (server.ok()) {
       server_ = std::move(server).value().release();
     } else {
@@ -182,6 +184,57 @@ TEST_F(ClientTest, ListInfoAndDelete) {
   EXPECT_THAT(info.shape(), ElementsAre(2, 2));
   EXPECT_THAT(session_->Delete("b"), IsOkAndHolds(16));
   EXPECT_THAT(session_->Info("b"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(ClientTest, PreparedGraphsRunByHandle) {
+  ASSERT_OK_AND_ASSIGN(Array x, Array::FromValues<float>({3}, {1, 2, 3}));
+  ASSERT_THAT(session_->Upload("x", x), IsOk());
+  ASSERT_OK_AND_ASSIGN(v1::ExecuteRequest graph, ParseGraphJson(R"({
+    "graph": {"nodes": [
+      {"id": "y", "op": "mul", "inputs": [{"array": "x"}, {"scalar": {"floatValue": 2.0}}]}]},
+    "outputs": [{"node": "y", "returnInline": true}]})"));
+  v1::PrepareGraphRequest prepare;
+  *prepare.mutable_graph() = graph.graph();
+  prepare.add_output_nodes("y");
+  ASSERT_OK_AND_ASSIGN(v1::PreparedGraphInfo info, session_->PrepareGraph(prepare));
+  v1::ExecuteRequest by_handle;
+  by_handle.set_prepared_graph(info.handle());
+  *by_handle.add_outputs() = graph.outputs(0);
+  by_handle.add_scalars()->set_float_value(10.0);
+  ASSERT_OK_AND_ASSIGN(v1::ExecuteResponse response, session_->Execute(by_handle));
+  EXPECT_TRUE(response.timings().prepared_graph());
+  ASSERT_OK_AND_ASSIGN(Array y, FromInline(response.outputs(0).value()));
+  EXPECT_EQ(y.ValuesAs<float>(), (std::vector<float>{10, 20, 30}));
+  ASSERT_OK_AND_ASSIGN(int64_t freed, session_->ReleaseGraph(info.handle()));
+  EXPECT_EQ(freed, info.metadata_bytes());
+  EXPECT_THAT(session_->Execute(by_handle).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("prepare it again")));
+}
+
+TEST_F(ClientTest, SharedMemoryUploadsAndDownloads) {
+  ASSERT_OK_AND_ASSIGN(SharedMemory shm, SharedMemory::Create(1 << 16));
+  EXPECT_THAT(shm.key(), ::testing::StartsWith("gpuflow_"));
+  std::vector<float> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.5f;
+  std::memcpy(shm.data(), values.data(), values.size() * sizeof(float));
+  ASSERT_OK_AND_ASSIGN(v1::SharedMemoryRegion region,
+                       session_->RegisterSharedMemory("stage", shm.key(), shm.size()));
+  EXPECT_EQ(region.byte_size(), 1 << 16);
+  ASSERT_THAT(session_->UploadFromSharedMemory("x", v1::DTYPE_FLOAT32, {1000}, "stage", 0), IsOk());
+  ASSERT_OK_AND_ASSIGN(Array x, session_->Download("x"));
+  EXPECT_EQ(x.ValuesAs<float>(), values);
+  ASSERT_OK_AND_ASSIGN(v1::ArrayInfo info, session_->DownloadToSharedMemory("x", "stage", 8192));
+  EXPECT_EQ(info.num_bytes(), 4000);
+  EXPECT_EQ(std::memcmp(static_cast<char*>(shm.data()) + 8192, values.data(), 4000), 0);
+  EXPECT_THAT(session_->DownloadToSharedMemory("x", "stage", (1 << 16) - 100).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("outside the region")));
+  ASSERT_THAT(session_->UnregisterSharedMemory("stage"), IsOk());
+  EXPECT_THAT(session_->UnregisterSharedMemory("stage"), StatusIs(absl::StatusCode::kNotFound));
+  // Destroying the handle unlinks the object.
+  const std::string key = shm.key();
+  { SharedMemory gone = std::move(shm); }
+  EXPECT_THAT(session_->RegisterSharedMemory("again", key, 16).status(),
+              StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(ClientTest, ExecuteReturnsInlineAndStoredOutputs) {
