@@ -35,8 +35,9 @@ int64_t InlineBytes(const v1::ExecuteResponse& response) {
   return bytes;
 }
 
-void FillSessionInfo(const Session& session, v1::SessionInfo* info) {
+void FillSessionInfo(const Session& session, const std::string& endpoint, v1::SessionInfo* info) {
   info->set_session_id(session.id());
+  info->set_endpoint(endpoint);
   info->set_label(session.label());
   info->set_memory_limit_bytes(session.memory_limit_bytes());
   info->set_memory_used_bytes(session.memory_used_bytes());
@@ -160,6 +161,14 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   limits->set_max_benchmark_repeats(options_.max_benchmark_repeats);
   DurationToProto(sessions.default_idle_ttl, limits->mutable_default_session_idle_ttl());
   DurationToProto(sessions.max_idle_ttl, limits->mutable_max_session_idle_ttl());
+  response->set_endpoint(options_.advertise_address);
+  v1::WorkerLoad* load = response->mutable_load();
+  load->set_sessions(static_cast<int32_t>(registry_.size()));
+  load->set_bytes_held(registry_.budget().used());
+  load->set_requests_in_flight(requests_in_flight_.load(std::memory_order_relaxed));
+  if (const std::optional<int64_t> free = backend_.memory_stats().device_free_bytes) {
+    load->set_device_free_bytes(*free);
+  }
   for (const DTypeInfo& info : AllDTypes()) response->add_dtypes(DTypeToProto(info.dtype));
   FillOpInfos(OpRegistry::Default(), response->mutable_ops());
   if (auth_->enabled()) return Finish(context, call, absl::OkStatus());
@@ -202,7 +211,7 @@ grpc::ServerUnaryReactor* GpuFlowService::CreateSession(grpc::CallbackServerCont
   absl::StatusOr<std::shared_ptr<Session>> session = registry_.Create(options);
   if (!session.ok()) return Finish(context, call, session.status());
   call.set_session(**session);
-  FillSessionInfo(**session, response);
+  FillSessionInfo(**session, options_.advertise_address, response);
   return Finish(context, call, absl::OkStatus());
 }
 
@@ -231,7 +240,7 @@ grpc::ServerUnaryReactor* GpuFlowService::KeepAlive(grpc::CallbackServerContext*
       FindSession(request->session_id(), call.tenant().get());
   if (session.ok()) {
     call.set_session(**session);
-    FillSessionInfo(**session, response);
+    FillSessionInfo(**session, options_.advertise_address, response);
   }
   return Finish(context, call, session.status());
 }
@@ -563,6 +572,7 @@ grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(
   // The session does not expire while its request waits or runs.
   auto running = std::make_shared<Session::RequestScope>(registry_.BeginRequest(*session));
   const bool try_inline = may_run_inline != nullptr && may_run_inline(**session, caller);
+  requests_in_flight_.fetch_add(1, std::memory_order_relaxed);
   auto task = [this, context, reactor, observer, running, session = *std::move(session),
                work = std::move(work), caller = std::move(caller)] {
     absl::Status status;
@@ -574,6 +584,7 @@ grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(
     }
     status = EndedAs(context, status);
     AddRetryHint(context, status);
+    requests_in_flight_.fetch_sub(1, std::memory_order_relaxed);
     reactor->Finish(observer->Finish(status));
   };
   if (try_inline && pool_.TryRunInline(group, key, task)) return reactor;

@@ -16,6 +16,7 @@
 #ifndef GPUFLOW_SERVER_GPUFLOW_SERVICE_H_
 #define GPUFLOW_SERVER_GPUFLOW_SERVICE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -56,6 +57,9 @@ struct ServiceOptions {
   bool allow_shared_memory = false;
   int64_t max_shared_memory_bytes = int64_t{64} << 30;
   int32_t max_shared_memory_regions = 64;
+  // The address clients reach this worker by (SessionInfo.endpoint,
+  // ServerInfo.endpoint); empty: not known.
+  std::string advertise_address;
 };
 
 // UploadArray is served raw (grpc::ByteBuffer in and out) so the service
@@ -182,6 +186,8 @@ class GpuFlowService final
   // Without `auth`: an authenticator of one anonymous tenant.
   std::unique_ptr<CallAuthenticator> own_auth_;
   const CallAuthenticator* auth_;
+  // RunOnPool calls queued or running (WorkerLoad).
+  std::atomic<int32_t> requests_in_flight_{0};
 };
 
 }  // namespace gpuflow::server

@@ -122,6 +122,9 @@ ABSL_FLAG(absl::Duration, inline_max_run, absl::Milliseconds(1),
 ABSL_FLAG(int, request_cache_entries, 1024,
           "Execute requests kept validated and planned by their graph's bytes, so a repeat "
           "skips conversion, validation and planning; 0: off");
+ABSL_FLAG(std::string, advertise_address, "",
+          "host:port by which clients reach this worker, returned in SessionInfo.endpoint and "
+          "ServerInfo.endpoint (in Kubernetes: the pod IP, from the downward API); empty: none");
 ABSL_FLAG(bool, allow_shared_memory, false,
           "Accept same-host transfers through POSIX shared memory (RegisterSharedMemory and the "
           "shared-memory uploads and downloads) from clients on this host; off: "
@@ -204,6 +207,7 @@ const std::vector<std::string> kEnvFlags = {
     "request_cache_entries",
     "max_prepared_graphs",
     "allow_shared_memory",
+    "advertise_address",
     "max_shared_memory_bytes",
     "exit_on_device_error",
     "tls_cert_file",
@@ -531,6 +535,7 @@ int main(int argc, char** argv) {
   service_options.max_benchmark_repeats = std::max(1, absl::GetFlag(FLAGS_max_benchmark_repeats));
   service_options.inline_max_run = absl::GetFlag(FLAGS_inline_max_run);
   service_options.allow_shared_memory = absl::GetFlag(FLAGS_allow_shared_memory);
+  service_options.advertise_address = absl::GetFlag(FLAGS_advertise_address);
   service_options.max_shared_memory_bytes =
       std::max<int64_t>(0, absl::GetFlag(FLAGS_max_shared_memory_bytes).bytes);
   gpuflow::PlanCache plans(

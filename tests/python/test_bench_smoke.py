@@ -68,3 +68,15 @@ def test_shm_transfers_report_every_path(make_server):
                 "shm_download_gbps", "region_upload_gbps", "region_download_gbps"):
         assert row[key] > 0
     assert "region up" in report.shm_section(result)
+
+
+def test_fleet_bench_spreads_sessions_over_its_workers():
+    import fleet_bench
+    from conftest import server_binary
+
+    result = fleet_bench.measure(server_binary(), backend=os.environ.get(
+        "GPUFLOW_TEST_BACKEND", "cpu"), clients=4, duration=0.3, max_workers=2)
+    one, two = result["rows"]
+    assert one["workers"] == 1 and two["workers"] == 2
+    assert sorted(two["sessions"].values()) == [2, 2]
+    assert one["requests_per_s"] > 0 and two["requests_per_s"] > 0

@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 import grpc
 
-from gpuflow import dtypes
+from gpuflow import _fleet, dtypes
 from gpuflow.graph import Graph, Node, inline_to_numpy
 from gpuflow.errors import CancelledError, Error, UnavailableError, from_rpc_error
 from gpuflow.v1 import service_pb2, service_pb2_grpc, types_pb2
@@ -175,6 +175,9 @@ def _rpc_async(client, method, request, finish, *, blocking=False, discard=None,
         err = call.exception()
         if err is not None:
             err = from_rpc_error(err) if isinstance(err, grpc.RpcError) else err
+            translate = getattr(method, "translate", None)  # a pool's session: SessionLostError
+            if translate is not None:
+                err = translate(err)
             again = retry(err) if retry is not None and not future.cancelled() else None
             retry = None  # once
             if again is not None:
@@ -338,17 +341,32 @@ class Client:
                 warnings.warn(f"sending a bearer token to {target} without TLS: anyone on the "
                               "network path can read it (pass root_certificates=...)",
                               stacklevel=3)
-        options = [
-            ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
-        ]
-        if tls:
-            credentials = grpc.ssl_channel_credentials(
-                root_certificates=root_certificates, private_key=private_key,
-                certificate_chain=certificate_chain)
-            self._channel = grpc.secure_channel(target, credentials, options=options)
-        else:
-            self._channel = grpc.insecure_channel(target, options=options)
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=root_certificates, private_key=private_key,
+            certificate_chain=certificate_chain) if tls else None
+
+        def open_channel(address):
+            options = [
+                ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
+            ]
+            if credentials is not None:
+                raw = grpc.secure_channel(address, credentials, options=options)
+            else:
+                raw = grpc.insecure_channel(address, options=options)
+            channel = raw if token is None else grpc.intercept_channel(raw, _BearerToken(token))
+            return raw, service_pb2_grpc.GpuFlowStub(channel)
+
+        self._limits = None
+        self._pool_lock = threading.Lock()
+        self._pool = None
+        self.target = target
+        self._fleet = _fleet.Fleet(target, open_channel) if _fleet.is_pool(target) else None
+        if self._fleet is not None:
+            # Any worker answers for the fleet's info and limits.
+            self._channel, self.stub = self._fleet.first_ready(timeout)
+            return
+        self._channel, self.stub = open_channel(target)
         try:
             grpc.channel_ready_future(self._channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
@@ -356,13 +374,6 @@ class Client:
             self._channel.close()
             raise UnavailableError(f"no gpuflow server answered at {target} within {timeout} s"
                                    + (f": {reason}" if reason else "")) from None
-        channel = self._channel
-        if token is not None:
-            channel = grpc.intercept_channel(channel, _BearerToken(token))
-        self.stub = service_pb2_grpc.GpuFlowStub(channel)
-        self._limits = None
-        self._pool_lock = threading.Lock()
-        self._pool = None
 
     def _why_unreachable(self):
         """What gRPC says went wrong connecting (a refused connection, a TLS
@@ -394,8 +405,14 @@ class Client:
         request = service_pb2.CreateSessionRequest(label=label, memory_limit_bytes=memory_limit)
         if idle_ttl is not None:
             request.idle_ttl.FromNanoseconds(int(idle_ttl * 1e9))
-        info = _rpc(self.stub.CreateSession, request)
-        return Session(self, info)
+        if self._fleet is None:
+            return Session(self, _rpc(self.stub.CreateSession, request))
+        # A pool: the least-loaded healthy worker holds the new session, and
+        # every later call of it goes there.
+        address, stub = self._fleet.place()
+        info = _rpc(stub.CreateSession, request)
+        return Session(self, info, stub=_fleet.WorkerStub(stub, address, info.session_id),
+                       endpoint=info.endpoint or address)
 
     def _background(self):
         """The client's threads for asynchronous work that blocks on calls
@@ -414,7 +431,10 @@ class Client:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False)
-        self._channel.close()
+        if self._fleet is not None:
+            self._fleet.close()
+        else:
+            self._channel.close()
 
     def __enter__(self):
         return self
@@ -427,10 +447,12 @@ class Session:
     """A session on the server: a namespace of arrays with a memory quota and
     an idle TTL. Calls on one session may come from several threads."""
 
-    def __init__(self, client, info):
+    def __init__(self, client, info, stub=None, endpoint=None):
         self._client = client
-        self._stub = client.stub
+        self._stub = client.stub if stub is None else stub
         self.id = info.session_id
+        # The worker that holds the session (a pool's member, or the server).
+        self.endpoint = endpoint or info.endpoint or client.target
         self.label = info.label
         self.memory_limit = info.memory_limit_bytes
         self.idle_ttl = info.idle_ttl.ToTimedelta().total_seconds()

@@ -74,6 +74,12 @@ class UnavailableError(Error):
     code = grpc.StatusCode.UNAVAILABLE
 
 
+class SessionLostError(UnavailableError):
+    """A session's worker (one gpuflowd of a pool, docs/scale-out.md) is
+    gone or not serving: the session and its arrays are lost with it. Other
+    sessions, on other workers, are not affected; open a new session."""
+
+
 class UnimplementedError(Error):
     code = grpc.StatusCode.UNIMPLEMENTED
 
