@@ -27,7 +27,8 @@ from deploy_testing import health_status, load_health_script  # noqa: E402
 from gpuflow.v1 import service_pb2  # noqa: E402
 
 DEPLOY = ROOT / "deploy"
-OVERLAYS = {"cpu": "gpuflow-cpu", "gpu": "gpuflow", "gpu-secure": "gpuflow"}
+OVERLAYS = {"cpu": "gpuflow-cpu", "gpu": "gpuflow", "gpu-secure": "gpuflow",
+            "gpu-fleet": "gpuflow"}
 SELECTOR = {"app.kubernetes.io/name": "gpuflow", "app.kubernetes.io/component": "worker"}
 # The job name deploy/prometheus/rules.yaml and the dashboard expect.
 JOB = "gpuflow"
@@ -86,6 +87,10 @@ def env_of(container):
     env = {}
     for e in container.get("env", []):
         assert e["name"] not in env, f"{e['name']} set twice"
+        if "valueFrom" in e:  # only the downward API's pod fields (gpu-fleet's POD_IP)
+            assert set(e["valueFrom"]) == {"fieldRef"}, f"{e['name']}: {e['valueFrom']}"
+            env[e["name"]] = "$(" + e["valueFrom"]["fieldRef"]["fieldPath"] + ")"
+            continue
         assert "value" in e, f"{e['name']}: only literal values are expected"
         env[e["name"]] = e["value"]
     return env
@@ -445,7 +450,9 @@ def test_every_environment_variable_is_a_gpuflowd_flag(rendered):
     flags = gpuflowd_flags()
     assert "shutdown_grace" in flags, "could not read gpuflowd --helpfull"
     for overlay, objects in rendered.items():
-        for name in env_of(server_container(objects)):
+        for name, value in env_of(server_container(objects)).items():
+            if value == "$(status.podIP)":
+                continue  # a downward-API input of a flag's value (gpu-fleet's POD_IP)
             assert name.startswith("GPUFLOW_"), name
             assert name[len("GPUFLOW_"):].lower() in flags, f"{overlay}: {name} is no gpuflowd flag"
 
@@ -485,3 +492,19 @@ def test_overlay_environment_starts_gpuflowd(rendered, make_server, tmp_path, ov
         assert re.search(r"precompiled \d+ graph\(s\) from " + re.escape(env["GPUFLOW_PRECOMPILE"]),
                          srv.log())
     assert srv.stop() == 0, srv.log()
+
+
+def test_fleet_workers_advertise_their_pod_ip(rendered):
+    # docs/scale-out.md: clients reach every ready pod through the headless
+    # Service and learn each session's worker from SessionInfo.endpoint.
+    objects = rendered["gpu-fleet"]
+    assert one(objects, "Deployment")["spec"]["replicas"] > 1
+    assert one(objects, "Service")["spec"]["clusterIP"] == "None"
+    env = server_container(objects)["env"]
+    names = [e["name"] for e in env]
+    assert names.index("POD_IP") < names.index("GPUFLOW_ADVERTISE_ADDRESS")
+    pod_ip = next(e for e in env if e["name"] == "POD_IP")
+    assert pod_ip["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    assert env_of(server_container(objects))["GPUFLOW_ADVERTISE_ADDRESS"] == "$(POD_IP):50051"
+    # The other overlays advertise nothing (one worker behind a Service).
+    assert "GPUFLOW_ADVERTISE_ADDRESS" not in env_of(server_container(rendered["gpu"]))
