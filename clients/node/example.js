@@ -6,6 +6,10 @@
 //   node clients/node/example.js --target localhost:50051
 //   node clients/node/example.js --target gpu.example:50051 --tls-ca ca.crt --token "$TOKEN"
 //
+// --target may name a pool of workers, host1:port1,host2:port2 (docs/scale-out.md):
+// the session then goes to the least-loaded healthy one, and every call of it
+// goes there.
+//
 // It opens a session, uploads a small float32 array x, runs the graph
 // y = sqrt(x * x + 1) on the server, prints y and closes the session. With
 // --tls-ca (and --tls-cert/--tls-key for mutual TLS) it speaks TLS; with
@@ -22,7 +26,8 @@ const PROTO_DIR = path.resolve(__dirname, '..', '..', 'proto');
 
 const USAGE = `usage: node example.js [--target HOST:PORT] [--token TOKEN]
                        [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]
-  --target    the server (default: $GPUFLOW_TARGET, else localhost:50051)
+  --target    the server, or a pool host1:port1,host2:port2 (default: $GPUFLOW_TARGET,
+              else localhost:50051)
   --token     bearer token of a server with tenants (default: $GPUFLOW_TOKEN)
   --tls-ca    use TLS, trusting this PEM CA bundle (default: $GPUFLOW_TLS_CA)
   --tls-cert  client certificate for mutual TLS (default: $GPUFLOW_TLS_CERT)
@@ -132,21 +137,48 @@ function show(values) {
   return `[${values.map((v) => Number(v.toPrecision(8))).join(', ')}]`;
 }
 
+// The worker a new session goes to: of the targets that answer and are
+// healthy, the one with the fewest sessions, then requests in flight, then
+// bytes held (ServerInfo.load). Returns its address, client and info, and
+// closes the others' clients.
+async function placeSession(GpuFlow, targets, options, metadata) {
+  const clients = targets.map((t) => new GpuFlow(t, channelCredentials(options)));
+  const deadline = new Date(Date.now() + 5000);
+  const answers = await Promise.allSettled(clients.map((c) => new Promise((resolve, reject) => {
+    c.GetServerInfo({}, metadata, { deadline }, (error, reply) => (error ? reject(error) : resolve(reply)));
+  })));
+  const load = (info) => [info.load.sessions, info.load.requests_in_flight, Number(info.load.bytes_held)];
+  let best = -1;
+  answers.forEach((answer, i) => {
+    if (answer.status !== 'fulfilled' || !answer.value.healthy) return;
+    if (best < 0) { best = i; return; }
+    const [a, b] = [load(answer.value), load(answers[best].value)];
+    for (let k = 0; k < a.length; k++) {
+      if (a[k] !== b[k]) { if (a[k] < b[k]) best = i; return; }
+    }
+  });
+  clients.forEach((c, i) => { if (i !== best) c.close(); });
+  if (best < 0) {
+    const why = answers.find((a) => a.status === 'rejected');
+    throw why ? why.reason : new Error(`no healthy gpuflow worker among ${targets.join(', ')}`);
+  }
+  return { target: targets[best], client: clients[best], info: answers[best].value };
+}
+
 async function main() {
   const options = parseArgs(process.argv.slice(2));
-  const { target } = options;
   const GpuFlow = loadService();
-  const client = new GpuFlow(target, channelCredentials(options));
   const metadata = callMetadata(options.token);
+  const targets = options.target.split(',').map((t) => t.trim()).filter(Boolean);
+  const { target, client, info } = await placeSession(GpuFlow, targets, options, metadata);
 
-  const info = await call(client, metadata, 'GetServerInfo', {});
   const tenant = info.tenant ? `, tenant ${info.tenant}` : '';
   console.log(`server: gpuflow ${info.version} at ${target}, backend ${info.backend} (${info.device})${tenant}`);
   const chunkBytes = Number(info.limits.max_chunk_bytes) || 1 << 20;
 
   const session = await call(client, metadata, 'CreateSession', { label: 'node example' });
   const id = session.session_id;
-  console.log(`session: ${id}`);
+  console.log(`session: ${id}${targets.length > 1 ? ` on worker ${target}` : ''}`);
   try {
     const x = Float32Array.from([0, 1, 2, 3, -4]);
     const uploaded = await upload(

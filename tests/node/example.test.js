@@ -83,6 +83,15 @@ test('the example uploads x, runs sqrt(x * x + 1) and closes its session', async
   assert.equal(lines[5], 'session closed, 20 bytes freed');
 });
 
+test('the example places its session on a live worker of a pool', async () => {
+  const { code, stdout, stderr } = await runExample(['--target', `127.0.0.1:1,127.0.0.1:${port}`]);
+  assert.equal(code, 0, stderr);
+  const lines = stdout.trim().split('\n');
+  assert.match(lines[0], new RegExp(`^server: gpuflow \\S+ at 127\\.0\\.0\\.1:${port}, backend cpu `));
+  assert.match(lines[1], new RegExp(`^session: [0-9a-f]{32} on worker 127\\.0\\.0\\.1:${port}$`));
+  assert.equal(lines[5], 'session closed, 20 bytes freed');
+});
+
 test('the example reports an unreachable server with its gRPC code', async () => {
   const { code, stderr } = await runExample(['--target=127.0.0.1:1']);
   assert.equal(code, 1);
