@@ -464,9 +464,9 @@ class _Source:
         col = getattr(node, "col_offset", 0) + self.indent + 1
         return JitError(message, self.filename, lineno, col, construct)
 
-    def unsupported(self, node, construct=None):
+    def unsupported(self, node, construct=None, hint=""):
         construct = construct or _construct_name(node)
-        return self.error(node, f"{construct} is not supported in gpuflow.jit kernels",
+        return self.error(node, f"{construct} is not supported in gpuflow.jit kernels{hint}",
                           construct)
 
 
@@ -498,7 +498,8 @@ class _Translator:
         if (args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.kw_defaults
                 or args.posonlyargs):
             raise self.src.unsupported(self.fn, "*args, **kwargs, keyword-only arguments or "
-                                                "defaults in a kernel signature")
+                                                "defaults", " (kernel signatures are plain "
+                                                "positional parameters)")
         self.params = [a.arg for a in args.args]
         if len(self.params) != len(arg_types):
             raise TypeError(f"{self.fn.name}() takes {len(self.params)} arguments but "
@@ -593,7 +594,8 @@ class _Translator:
     def stmt_Return(self, node):
         if node.value is not None and not (isinstance(node.value, ast.Constant)
                                            and node.value.value is None):
-            raise self.src.unsupported(node, "'return' with a value (kernels return nothing)")
+            raise self.src.unsupported(node, "'return' with a value", " (kernels return "
+                                             "nothing; write results into arrays)")
         self.emit("return;")
 
     def stmt_Expr(self, node):
@@ -1206,6 +1208,9 @@ class _Translator:
                   pure=all(v.pure for v in values))
 
     def expr_Compare(self, node):
+        for op in node.ops:
+            if type(op) not in _COMPARE:
+                raise self.src.unsupported(node, _construct_name(op))
         operands = [self.scalar(node.left)] + [self.scalar(c) for c in node.comparators]
         parts = []
         for k, op in enumerate(node.ops):
