@@ -33,7 +33,8 @@ def number_after(text, label):
 
 
 def test_every_example_is_tested():
-    tested = {"softplus_torch.py", "benchmark_norms.py", "raw_vector_add.py", "fused_vs_numpy.py"}
+    tested = {"softplus_torch.py", "benchmark_norms.py", "raw_vector_add.py", "fused_vs_numpy.py",
+              "jit_vector_add.py"}
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -65,6 +66,20 @@ def test_raw_vector_add(raw_kernel_server):
 def test_raw_vector_add_without_permission(server):
     out = run_example("raw_vector_add.py", server.target, "--n", "1000")
     assert "raw_vector_add.py needs a server started with --allow_raw_kernels" in out
+
+
+def test_jit_vector_add(raw_kernel_server):
+    out = run_example("jit_vector_add.py", raw_kernel_server.target, "--n", "100003")
+    if CUDA:
+        assert "jit vec_add of 100003 float32 values: matches numpy" in out
+    else:
+        assert 'extern "C" __global__ void vec_add(' in out
+        assert "jit_vector_add.py needs the CUDA backend; this server runs on 'cpu'" in out
+
+
+def test_jit_vector_add_without_permission(server):
+    out = run_example("jit_vector_add.py", server.target, "--n", "1000")
+    assert "jit_vector_add.py needs a server started with --allow_raw_kernels" in out
 
 
 def test_fused_vs_numpy(server):
