@@ -385,6 +385,17 @@ def test_translation_compiles_with_nvrtc(kernel, args):
     assert_compiles(kernel.cuda_source(*args))
 
 
+@pytest.mark.parametrize("kernel,args", COMPILE_CASES,
+                         ids=[f"{k.__name__}-{i}" for i, (k, _) in enumerate(COMPILE_CASES)])
+def test_raw_kernel_reads_the_parameter_list_the_client_passes(kernel, args):
+    """RawKernel checks the argument count against the source's signature: it
+    must see the user's arguments plus one int64 per array dimension."""
+    source = kernel.cuda_source(*args)
+    raw = gf.RawKernel(source, kernel.__name__)
+    assert raw._arity == len(args) + sum(np.ndim(a) for a in args
+                                         if not isinstance(a, (int, float, np.generic)))
+
+
 @needs_compiler
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_every_dtype_compiles(dtype):
