@@ -13,12 +13,8 @@ Prints one JSON object (and writes it to --out). A benchmark, not a test:
 """
 
 import argparse
-import json
 import os
-import socket
-import subprocess
 import sys
-import time
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
@@ -27,6 +23,7 @@ import numpy as np  # noqa: E402
 
 import gpu_bench  # noqa: E402 - also puts clients/python on sys.path
 import gpuflow  # noqa: E402
+import service_bench  # noqa: E402
 
 ROUNDS = 10
 SHAPE = (64, 256)
@@ -77,12 +74,6 @@ def measure(target, n_repeat=2000, max_duration=2.0):
         client.close()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", help="gpuflowd to start (else --target)")
@@ -90,34 +81,7 @@ def main():
     parser.add_argument("--backend", default="cuda")
     parser.add_argument("--out")
     args = parser.parse_args()
-    proc = None
-    target = args.target
-    if args.server:
-        port = free_port()
-        target = f"127.0.0.1:{port}"
-        proc = subprocess.Popen([args.server, "--address=127.0.0.1", f"--port={port}",
-                                 f"--backend={args.backend}", "--metrics_port=0"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                result = measure(target)
-                break
-            except gpuflow.UnavailableError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.5)
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=30)
-    result["backend"] = args.backend
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+    service_bench.run_standalone(args, measure)
 
 
 if __name__ == "__main__":

@@ -20,12 +20,8 @@ server reports in ``Timings``. Prints one JSON object (and writes it to
 """
 
 import argparse
-import json
 import os
-import socket
-import subprocess
 import sys
-import time
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
@@ -41,12 +37,6 @@ latency = service_bench.latency
 
 OPS = 10
 N_ELEMENTS = 4096
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def chain_graph(name):
@@ -153,35 +143,7 @@ def main():
     parser.add_argument("--out")
     parser.add_argument("--server-args", default="", help="more gpuflowd flags")
     args = parser.parse_args()
-    proc = None
-    target = args.target
-    if args.server:
-        port = free_port()
-        target = f"127.0.0.1:{port}"
-        proc = subprocess.Popen([args.server, "--address=127.0.0.1", f"--port={port}",
-                                 f"--backend={args.backend}", "--metrics_port=0",
-                                 *args.server_args.split()],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                result = measure(target, args.n, args.warmup)
-                break
-            except gpuflow.UnavailableError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.5)
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=30)
-    result["backend"] = args.backend
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+    service_bench.run_standalone(args, lambda target: measure(target, args.n, args.warmup), args.server_args.split())
 
 
 if __name__ == "__main__":

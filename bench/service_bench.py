@@ -16,9 +16,11 @@ when grpc_tools is here, else through gRPC's generic calls with the
 not a test.
 """
 
+import json
 import multiprocessing
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -444,6 +446,45 @@ def shm_transfers(session, sizes, log=print):
         log(f"  shared memory {size} B: {row}")
         rows.append(row)
     return {"client": "Python", "sizes": rows}
+
+
+def run_standalone(args, measure, server_args=()):
+    """What a standalone benchmark's main() does: starts ``args.server``
+    (gpuflowd, on a free loopback port with ``args.backend``) unless
+    ``args.target`` names a running one, calls ``measure(target)`` once the
+    server answers (a minute at most), stops the server, and prints the
+    result as JSON (also to ``args.out`` when given)."""
+    proc = None
+    target = args.target
+    if args.server:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        target = f"127.0.0.1:{port}"
+        proc = subprocess.Popen([args.server, "--address=127.0.0.1", f"--port={port}",
+                                 f"--backend={args.backend}", "--metrics_port=0", *server_args],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                result = measure(target)
+                break
+            except gpuflow.UnavailableError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.5)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+    result["backend"] = args.backend
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+    return result
 
 
 def default_plan(small):

@@ -143,6 +143,11 @@ class GpuFlowService final
   // `tenant`.
   absl::StatusOr<std::shared_ptr<Session>> FindSession(const std::string& id, const Tenant* tenant);
 
+  // PERMISSION_DENIED for a shared-memory call on a server without
+  // --allow_shared_memory (after the caller is authenticated).
+  grpc::ServerUnaryReactor* RefuseSharedMemory(grpc::CallbackServerContext* context,
+                                               RpcMethod method, const std::string& session_id);
+
   // What raw kernels and the like the caller may use.
   CallerPermissions PermissionsOf(const Tenant& tenant) const;
 

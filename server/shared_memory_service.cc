@@ -20,14 +20,20 @@ absl::Status SharedMemoryOff() {
 
 }  // namespace
 
+grpc::ServerUnaryReactor* GpuFlowService::RefuseSharedMemory(grpc::CallbackServerContext* context,
+                                                             RpcMethod method,
+                                                             const std::string& session_id) {
+  RpcObserver call(telemetry_, method);
+  call.set_session_id(session_id);
+  if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
+  return Finish(context, call, SharedMemoryOff());
+}
+
 grpc::ServerUnaryReactor* GpuFlowService::RegisterSharedMemory(
     grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
     v1::SharedMemoryRegion* response) {
   if (!options_.allow_shared_memory) {
-    RpcObserver call(telemetry_, RpcMethod::kRegisterSharedMemory);
-    call.set_session_id(request->session_id());
-    if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
-    return Finish(context, call, SharedMemoryOff());
+    return RefuseSharedMemory(context, RpcMethod::kRegisterSharedMemory, request->session_id());
   }
   auto work = [this, request, response](Session& session, RunControl& /*control*/,
                                         const CallerPermissions& /*caller*/) -> absl::Status {
@@ -71,10 +77,7 @@ grpc::ServerUnaryReactor* GpuFlowService::UploadFromSharedMemory(
     grpc::CallbackServerContext* context, const v1::SharedMemoryUploadRequest* request,
     v1::ArrayInfo* response) {
   if (!options_.allow_shared_memory) {
-    RpcObserver call(telemetry_, RpcMethod::kUploadFromSharedMemory);
-    call.set_session_id(request->session_id());
-    if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
-    return Finish(context, call, SharedMemoryOff());
+    return RefuseSharedMemory(context, RpcMethod::kUploadFromSharedMemory, request->session_id());
   }
   auto work = [this, request, response](Session& session, RunControl& control,
                                         const CallerPermissions& /*caller*/) -> absl::Status {
@@ -129,10 +132,7 @@ grpc::ServerUnaryReactor* GpuFlowService::DownloadToSharedMemory(
     grpc::CallbackServerContext* context, const v1::SharedMemoryDownloadRequest* request,
     v1::ArrayInfo* response) {
   if (!options_.allow_shared_memory) {
-    RpcObserver call(telemetry_, RpcMethod::kDownloadToSharedMemory);
-    call.set_session_id(request->session_id());
-    if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
-    return Finish(context, call, SharedMemoryOff());
+    return RefuseSharedMemory(context, RpcMethod::kDownloadToSharedMemory, request->session_id());
   }
   auto work = [this, request, response](Session& session, RunControl& /*control*/,
                                         const CallerPermissions& /*caller*/) -> absl::Status {
