@@ -250,3 +250,22 @@ def test_the_docs_example_runs(server, capsys):
     assert '"localhost:50051"' in code
     exec(compile(code.replace("localhost:50051", server.target), "docs/python.md", "exec"), {})
     assert capsys.readouterr().out.split("\n")[:2] == ["True", "[1. 0. 1.]"]
+
+
+def test_repeated_inference_gives_what_fresh_inference_gives(session):
+    # apply() remembers the types an attribute-free op infers from its input
+    # types; errors are never remembered, and other types infer afresh.
+    a = session.asarray(np.arange(3, dtype=np.float32))
+    b = session.asarray(np.arange(4, dtype=np.float32))
+    for _ in range(2):
+        with pytest.raises(ValueError, match="broadcast"):
+            a + b
+    for dtype, scalar, want in [(np.float32, 2.0, np.float32), (np.int8, 2, np.int8),
+                                (np.int8, 2.0, np.float64), (np.uint8, -1, None)]:
+        x = session.asarray(np.arange(3, dtype=dtype))
+        for _ in range(2):
+            if want is None:
+                with pytest.raises(OverflowError):
+                    x + scalar
+            else:
+                assert (x + scalar).dtype == want

@@ -221,6 +221,12 @@ def operand(value, session):
     return leaf, _inference.Type(leaf.dtype, leaf.shape)
 
 
+# (op, input types) -> (dtype, shape) of attribute-free ops; inference is a
+# pure function of them. Cleared when full.
+_INFERRED = {}
+_MAX_INFERRED = 4096
+
+
 def apply(op, operands, attrs=None, *, session=None, writable=False):
     """A RemoteArray for ``op`` on ``operands`` with ``attrs`` (None values
     dropped); dtype and shape are inferred here, so misuse raises now."""
@@ -231,7 +237,19 @@ def apply(op, operands, attrs=None, *, session=None, writable=False):
         inputs.append(x)
         types.append(t)
     attrs = {k: v for k, v in (attrs or {}).items() if v is not None}
-    dtype, shape = _inference.infer(op, types, attrs)
+    if attrs:
+        dtype, shape = _inference.infer(op, types, attrs)
+    else:
+        # An op without attributes infers the same from the same input types:
+        # a loop that builds one expression again and again infers it once.
+        key = (op, *((t.dtype, t.shape, t.weak) for t in types))
+        found = _INFERRED.get(key)
+        if found is None:
+            found = _inference.infer(op, types, attrs)
+            if len(_INFERRED) >= _MAX_INFERRED:
+                _INFERRED.clear()
+            _INFERRED[key] = found
+        dtype, shape = found
     _inference.check_literals(op, types, inputs, dtype)
     return RemoteArray(session, _Expr(op, inputs, attrs, dtype, shape), writable=writable)
 
