@@ -13,10 +13,13 @@
 #include <future>
 #include <iterator>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "clients/cpp/status_macros_internal.h"
@@ -141,7 +144,13 @@ absl::StatusOr<TlsOptions> TlsOptions::FromFiles(const std::string& root_certifi
   return tls;
 }
 
-absl::StatusOr<Client> Client::Connect(const std::string& target, const ClientOptions& options) {
+namespace {
+
+// A channel to `target` with `options`' credentials; waits up to the
+// connect timeout when `wait`.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(const std::string& target,
+                                                           const ClientOptions& options,
+                                                           bool wait) {
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (options.tls.has_value()) {
     const TlsOptions& tls = *options.tls;
@@ -160,7 +169,8 @@ absl::StatusOr<Client> Client::Connect(const std::string& target, const ClientOp
   // which the client does not know yet: accept any size.
   args.SetMaxReceiveMessageSize(-1);
   std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(target, credentials, args);
-  if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + options.connect_timeout))) {
+  if (wait &&
+      !channel->WaitForConnected(absl::ToChronoTime(absl::Now() + options.connect_timeout))) {
     // One quick call says why (connection refused, a TLS handshake failed).
     grpc::ClientContext probe;
     probe.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
@@ -172,9 +182,46 @@ absl::StatusOr<Client> Client::Connect(const std::string& target, const ClientOp
         absl::FormatDuration(options.connect_timeout),
         why.ok() || why.error_message().empty() ? "" : absl::StrCat(": ", why.error_message())));
   }
-  Client client = FromChannel(std::move(channel), options);
-  client.connection_->target = target;
-  return client;
+  return channel;
+}
+
+}  // namespace
+
+absl::StatusOr<Client> Client::Connect(const std::string& target, const ClientOptions& options) {
+  if (target.find(',') == std::string::npos) {
+    GPUFLOW_CLIENT_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                                    OpenChannel(target, options, /*wait=*/true));
+    Client client = FromChannel(std::move(channel), options);
+    client.connection_->target = target;
+    return client;
+  }
+  // A pool of workers (docs/scale-out.md): a connection to each; the first
+  // that connects answers for the pool's info and limits.
+  auto pool = std::make_shared<std::vector<std::shared_ptr<internal::Connection>>>();
+  for (absl::string_view part : absl::StrSplit(target, ',', absl::SkipWhitespace())) {
+    const std::string address(absl::StripAsciiWhitespace(part));
+    GPUFLOW_CLIENT_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                                    OpenChannel(address, options, /*wait=*/false));
+    Client worker = FromChannel(std::move(channel), options);
+    worker.connection_->target = address;
+    pool->push_back(std::move(worker.connection_));
+  }
+  const absl::Time deadline = absl::Now() + options.connect_timeout;
+  for (;;) {
+    for (const std::shared_ptr<internal::Connection>& worker : *pool) {
+      if (worker->channel->WaitForConnected(
+              absl::ToChronoTime(absl::Now() + absl::Milliseconds(50)))) {
+        Client client(worker);
+        client.pool_ = pool;
+        return client;
+      }
+    }
+    if (absl::Now() > deadline) {
+      return absl::UnavailableError(absl::StrCat("no gpuflow worker of ", target,
+                                                 " answered within ",
+                                                 absl::FormatDuration(options.connect_timeout)));
+    }
+  }
 }
 
 Client Client::FromChannel(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options) {
@@ -198,9 +245,31 @@ absl::StatusOr<Session> Client::CreateSession(const SessionOptions& options) con
     request.mutable_idle_ttl()->set_seconds(nanos / 1'000'000'000);
     request.mutable_idle_ttl()->set_nanos(static_cast<int32_t>(nanos % 1'000'000'000));
   }
+  std::shared_ptr<internal::Connection> worker = connection_;
+  if (pool_ != nullptr) {
+    // The least-loaded healthy worker: fewest sessions, then requests in
+    // flight, then bytes held; ties take turns.
+    std::vector<std::pair<std::tuple<int32_t, int32_t, int64_t>, size_t>> candidates;
+    for (size_t i = 0; i < pool_->size(); ++i) {
+      absl::StatusOr<v1::ServerInfo> info = (*pool_)[i]->Info();
+      if (!info.ok() || !info->healthy()) continue;
+      candidates.push_back(
+          {{info->load().sessions(), info->load().requests_in_flight(), info->load().bytes_held()},
+           i});
+    }
+    if (candidates.empty()) {
+      return absl::UnavailableError("no healthy gpuflow worker in the pool");
+    }
+    const auto least = std::min_element(candidates.begin(), candidates.end())->first;
+    std::vector<size_t> ties;
+    for (const auto& [load, i] : candidates) {
+      if (load == least) ties.push_back(i);
+    }
+    worker = (*pool_)[ties[turn_->fetch_add(1) % ties.size()]];
+  }
   GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::SessionInfo info,
-                                  connection_->Call(&v1::GpuFlow::Stub::CreateSession, request));
-  return Session(connection_, info.session_id());
+                                  worker->Call(&v1::GpuFlow::Stub::CreateSession, request));
+  return Session(std::move(worker), info.session_id());
 }
 
 Session Client::OpenSession(std::string session_id) const {
@@ -216,6 +285,8 @@ std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
 const std::string& Client::target() const { return connection_->target; }
 
 // ---------------------------------------------------------------- Session
+
+const std::string& Session::endpoint() const { return connection_->target; }
 
 absl::StatusOr<v1::ArrayInfo> Session::Upload(absl::string_view name, const Array& array) const {
   if (absl::Status status = array.Validate(); !status.ok()) {

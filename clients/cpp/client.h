@@ -36,6 +36,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -108,9 +109,11 @@ class Client {
  public:
   // Opens a channel to `target` ("host:port", or any gRPC target string),
   // plaintext or TLS (options.tls), and waits up to options.connect_timeout
-  // for it to connect. UNAVAILABLE, naming the target and what gRPC said
-  // (a refused connection, a TLS handshake that failed), when it does not;
-  // INVALID_ARGUMENT for a certificate chain without its key or the reverse.
+  // for it to connect. A list "host1:port1,host2:port2" is a pool of
+  // workers (docs/scale-out.md): CreateSession places each session on the
+  // least-loaded healthy one, whose connection all its calls then use. UNAVAILABLE, naming the
+  // target and what gRPC said (a refused connection, a TLS handshake that failed), when it does
+  // not; INVALID_ARGUMENT for a certificate chain without its key or the reverse.
   static absl::StatusOr<Client> Connect(const std::string& target,
                                         const ClientOptions& options = {});
   // A client on an existing channel (an in-process one, or one with custom
@@ -146,6 +149,9 @@ class Client {
   explicit Client(std::shared_ptr<internal::Connection> connection)
       : connection_(std::move(connection)) {}
   std::shared_ptr<internal::Connection> connection_;
+  // A pool's workers (null: one server), and whose turn a tie is.
+  std::shared_ptr<std::vector<std::shared_ptr<internal::Connection>>> pool_;
+  std::shared_ptr<std::atomic<uint64_t>> turn_ = std::make_shared<std::atomic<uint64_t>>(0);
 };
 
 // One session of a server: a namespace of arrays with a memory quota.
@@ -153,6 +159,8 @@ class Session {
  public:
   // 32 lowercase hex digits.
   const std::string& id() const { return id_; }
+  // The target of the server (a pool's worker) that holds it.
+  const std::string& endpoint() const;
 
   // Uploads `array` under `name`, replacing an array of that name once the
   // upload completes. The data goes in chunks of the server's

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -235,6 +236,41 @@ TEST_F(ClientTest, SharedMemoryUploadsAndDownloads) {
   { SharedMemory gone = std::move(shm); }
   EXPECT_THAT(session_->RegisterSharedMemory("again", key, 16).status(),
               StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST(ClientPoolTest, SessionsSpreadOverTheWorkersAndStayOnTheirs) {
+  std::vector<std::unique_ptr<ServerProcess>> workers;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> worker,
+                         ServerProcess::Start(GPUFLOW_SERVER_BIN, {"--backend=cpu"}));
+    workers.push_back(std::move(worker));
+  }
+  // A dead address in the pool is skipped.
+  const std::string target =
+      absl::StrCat("127.0.0.1:1,", workers[0]->address(), ",", workers[1]->address());
+  ASSERT_OK_AND_ASSIGN(Client pool, Client::Connect(target));
+  std::map<std::string, int> per_worker;
+  std::vector<Session> sessions;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_OK_AND_ASSIGN(Session s, pool.CreateSession({.label = absl::StrCat("pool", i)}));
+    ++per_worker[s.endpoint()];
+    ASSERT_OK_AND_ASSIGN(Array x, Array::FromValues<float>({2}, {1.0f * i, 2.0f}));
+    ASSERT_THAT(s.Upload("x", x), IsOk());
+    ASSERT_OK_AND_ASSIGN(Array back, s.Download("x"));
+    EXPECT_EQ(back, x);
+    sessions.push_back(s);
+  }
+  EXPECT_EQ(per_worker,
+            (std::map<std::string, int>{{workers[0]->address(), 2}, {workers[1]->address(), 2}}));
+  for (const auto& worker : workers) {
+    ASSERT_OK_AND_ASSIGN(Client direct, Client::Connect(worker->address()));
+    ASSERT_OK_AND_ASSIGN(v1::ServerInfo info, direct.Info());
+    EXPECT_EQ(info.load().sessions(), 2);
+  }
+  for (const Session& s : sessions) EXPECT_THAT(s.Close(), IsOk());
+  EXPECT_THAT(
+      Client::Connect("127.0.0.1:1,127.0.0.1:2", {.connect_timeout = absl::Milliseconds(200)}),
+      StatusIs(absl::StatusCode::kUnavailable, HasSubstr("no gpuflow worker")));
 }
 
 TEST_F(ClientTest, ExecuteReturnsInlineAndStoredOutputs) {
