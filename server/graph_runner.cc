@@ -295,8 +295,9 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
   // The request cache serves graphs sent whole, and not those being
   // prepared (which keep more than it does).
   RequestKey own_key;
-  const RequestKey* key = by_handle || request.prepare() ? nullptr : given_key;
-  if (key == nullptr && !by_handle && !request.prepare() && limits_.request_cache_entries > 0) {
+  const bool cacheable = !by_handle && !request.prepare();
+  const RequestKey* key = cacheable ? given_key : nullptr;
+  if (cacheable && key == nullptr && limits_.request_cache_entries > 0) {
     own_key = KeyOf(request, caller);
     key = &own_key;
   }

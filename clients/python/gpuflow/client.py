@@ -536,10 +536,7 @@ class Session:
         """The shared-memory stage results too large to return inline go
         through (see gpuflow._shm), or None: the server does not allow it,
         or it does not work from here."""
-        if not self._client.limits.allow_shared_memory:
-            return None
-        stage = self._stage()
-        return stage if stage.probe() else None
+        return self._stage() if self._use_shm("auto", None) else None
 
     def register_shared_memory(self, region, key, byte_size):
         """Registers the shared-memory object ``key`` (a name given to
