@@ -143,10 +143,25 @@ absl::Status SharedMemoryRegion::CheckRange(int64_t offset, int64_t n) const {
   return absl::OkStatus();
 }
 
+absl::Status SharedMemoryRegion::CheckSize() const {
+  struct stat st {};
+  if (fstat(fd_, &st) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("shared-memory object ", Echo(key_), ": ", ErrnoText(errno)));
+  }
+  if (st.st_size < byte_size_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "shared-memory object ", Echo(key_), " is shorter than registered (", st.st_size, " of ",
+        byte_size_, " bytes; shrunk by its owner?): unregister it and register it again"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SharedMemoryRegion::CopyToDevice(Backend& backend, int64_t offset, int64_t n,
                                               DeviceBuffer& dst, Stream& stream) const {
   if (absl::Status s = CheckRange(offset, n); !s.ok()) return s;
   if (n == 0) return absl::OkStatus();
+  if (absl::Status s = CheckSize(); !s.ok()) return s;
   if (direct()) {
     if (absl::Status s = backend.CopyToDeviceDirect(static_cast<const char*>(mapping_) + offset,
                                                     dst, 0, n, stream);
@@ -178,6 +193,7 @@ absl::Status SharedMemoryRegion::CopyFromDevice(Backend& backend, const DeviceBu
                                                 int64_t n, int64_t offset, Stream& stream) const {
   if (absl::Status s = CheckRange(offset, n); !s.ok()) return s;
   if (n == 0) return absl::OkStatus();
+  if (absl::Status s = CheckSize(); !s.ok()) return s;
   if (direct()) {
     if (absl::Status s =
             backend.CopyToHostDirect(src, 0, n, static_cast<char*>(mapping_) + offset, stream);

@@ -58,6 +58,10 @@ class SharedMemoryRegion {
 
   // INVALID_ARGUMENT unless [offset, offset + n) lies inside the region.
   absl::Status CheckRange(int64_t offset, int64_t n) const;
+  // FAILED_PRECONDITION when the object is now shorter than registered
+  // (its owner truncated it). Both copies check it first: the driver's
+  // pinned pages would otherwise outlive the truncated ones unnoticed.
+  absl::Status CheckSize() const;
   // Copies region bytes [offset, offset + n) into dst[0, n) and waits for
   // the copy.
   absl::Status CopyToDevice(Backend& backend, int64_t offset, int64_t n, DeviceBuffer& dst,

@@ -320,6 +320,39 @@ def test_closed_session_raises_at_the_call(client):
         gf.evaluate_async(x)
 
 
+def test_closing_a_session_waits_for_its_calls_in_flight(server):
+    x = np.random.default_rng(3).random((300, 300))
+    with gf.connect(server.target) as client:
+        s = client.session()
+        a = s.asarray(x)
+        futures = [(a @ a + k).sum().get_async() for k in range(6)]
+        s.upload(x, name="x")
+        g = gf.Graph()
+        futures.append(s.execute_async(g, [g.sum(g.array("x"))]))
+        s.close()  # as leaving a `with` block does
+        assert all(f.done() for f in futures)
+        for k, f in enumerate(futures[:-1]):
+            assert float(f.result()) == pytest.approx((x @ x + k).sum())
+        assert float(futures[-1].result()[0]) == pytest.approx(x.sum())
+        with pytest.raises(gf.SessionClosedError):
+            a.get()
+
+
+def test_a_callback_may_close_its_session(server):
+    with gf.connect(server.target) as client:
+        s = client.session()
+        a = s.asarray(np.arange(8.0))
+        closed = cf.Future()
+
+        def close_then(f):
+            s.close()  # on a client thread: does not wait for itself
+            closed.set_result(f.result())
+
+        a.sum().get_async().add_done_callback(close_then)
+        assert float(closed.result(timeout=30)) == 28.0
+        assert s.closed
+
+
 def test_the_docs_example_runs(server, capsys):
     text = (ROOT / "docs" / "python.md").read_text()
     section = text[text.index("## Asynchronous calls"):]

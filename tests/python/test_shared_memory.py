@@ -152,10 +152,18 @@ def test_a_shrunk_object_fails_the_call_not_the_server(shm_session, region):
     os.truncate(f"/dev/shm/{region.name}", 100)
     with pytest.raises(gf.FailedPreconditionError, match="shorter than registered"):
         shm_session.upload_from_shared_memory("x", "r", 0, np.uint8, (4096,))
-    # The server is fine, and writing re-extends the object.
+    # Writing fails the same way (on CUDA it would go to the pinned pages
+    # the truncation orphaned), and leaves the object as it is.
     shm_session.upload(np.arange(10, dtype=np.uint8), "y", transport="grpc")
+    with pytest.raises(gf.FailedPreconditionError, match="register it again"):
+        shm_session.download_to_shared_memory("y", "r", 200)
+    assert os.path.getsize(f"/dev/shm/{region.name}") == 100
+    # The server is fine: grown back and registered again, the region works.
+    os.truncate(f"/dev/shm/{region.name}", 1 << 20)
+    shm_session.unregister_shared_memory("r")
+    shm_session.register_shared_memory("r", region.name, 1 << 20)
     shm_session.download_to_shared_memory("y", "r", 200)
-    assert os.path.getsize(f"/dev/shm/{region.name}") == 210
+    assert bytes(region.buf[200:210]) == bytes(range(10))
 
 
 def test_regions_go_with_their_session(shm_server, region):

@@ -126,7 +126,15 @@ TEST_F(SharedMemoryTest, AShrunkObjectFailsTheCopy) {
   std::unique_ptr<DeviceBuffer> buffer = *backend_->Allocate(1 << 16, *stream_);
   EXPECT_THAT((*region)->CopyToDevice(*backend_, 0, 1 << 16, *buffer, *stream_),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("shorter than")));
-  // Writing extends it again.
+  // Even bytes the object still has: a direct copy would read pages the
+  // truncation orphaned.
+  EXPECT_THAT((*region)->CopyToDevice(*backend_, 0, 4, *buffer, *stream_),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("10 of 65536 bytes")));
+  EXPECT_THAT((*region)->CopyFromDevice(*backend_, *buffer, 4, 0, *stream_),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("register it again")));
+  // Grown back, the region works again (registering anew is what the
+  // documentation asks, for the direct path).
+  object.Truncate(1 << 16);
   EXPECT_THAT((*region)->CopyFromDevice(*backend_, *buffer, 100, 0, *stream_), IsOk());
 }
 

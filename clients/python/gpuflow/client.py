@@ -59,6 +59,10 @@ def _rpc(method, request, **kwargs):
         raise from_rpc_error(err) from None
 
 
+# The name prefix of the client's threads for asynchronous work.
+_ASYNC_THREAD = "gpuflow-async"
+
+
 class Future(concurrent.futures.Future):
     """The result of an asynchronous call (:meth:`Session.execute_async`,
     :meth:`RemoteArray.get_async`, :func:`gpuflow.evaluate_async`). It is a
@@ -421,7 +425,7 @@ class Client:
         with self._pool_lock:
             if self._pool is None:
                 self._pool = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=4, thread_name_prefix="gpuflow-async")
+                    max_workers=4, thread_name_prefix=_ASYNC_THREAD)
             return self._pool
 
     def close(self):
@@ -466,6 +470,10 @@ class Session:
         self._prepared = None  # gpuflow._prepared.Cache, made on first use
         self._shm_stage = None  # gpuflow._shm.Stage, made on first use
         self._shm_lock = threading.Lock()
+        # Futures of this session's asynchronous calls not yet done: close()
+        # waits for them.
+        self._pending = set()
+        self._pending_lock = threading.Lock()
 
     @property
     def client(self):
@@ -694,7 +702,7 @@ class Session:
         from any threads; the server runs them side by side. A bad node
         raises here; what the server refuses, from ``result()``."""
         request = self._execute_request(graph, outputs, profile, allow_tf32)
-        return _rpc_async(self._client, self._stub.Execute, request, _execute_result)
+        return self._track(_rpc_async(self._client, self._stub.Execute, request, _execute_result))
 
     def _execute_request(self, graph, outputs, profile, allow_tf32):
         request = service_pb2.ExecuteRequest(
@@ -722,11 +730,33 @@ class Session:
         reply = _rpc(self._stub.KeepAlive, service_pb2.KeepAliveRequest(session_id=self.id))
         return reply.memory_used_bytes
 
+    def _track(self, future):
+        """Returns ``future`` (of an asynchronous call of this session),
+        which close() then waits for."""
+        with self._pending_lock:
+            self._pending.add(future)
+
+        def forget(done):
+            with self._pending_lock:
+                self._pending.discard(done)
+
+        # The plain Future's callback: runs as it settles, on any thread.
+        concurrent.futures.Future.add_done_callback(future, forget)
+        return future
+
     def close(self):
         """Closes the session, freeing everything it holds. Safe to call twice.
-        RemoteArrays of a closed session raise :class:`SessionClosedError`."""
+        First waits for the session's asynchronous calls still in flight
+        (as ``concurrent.futures.Executor.shutdown`` does; not when called
+        from one of their callbacks), so leaving a ``with`` block loses
+        none. RemoteArrays of a closed session raise
+        :class:`SessionClosedError`."""
         if self.closed:
             return
+        with self._pending_lock:
+            pending = list(self._pending)
+        if pending and not threading.current_thread().name.startswith(_ASYNC_THREAD):
+            concurrent.futures.wait(pending)
         self.closed = True
         self._released.clear()
         try:

@@ -574,11 +574,11 @@ def _execute_async(session, exprs, names, profile=False, then=None):
         return (values, timings) if then is None else then(values, timings)
 
     if run.request is None:
-        return _client._call_async(session.client, lambda: finish(None))
-    return _client._rpc_async(session.client, session._stub.Execute, run.request, finish,
-                              blocking=run.blocking,
-                              discard=run.delete_temps if run.has_temps else None,
-                              retry=run.retry)
+        return session._track(_client._call_async(session.client, lambda: finish(None)))
+    return session._track(_client._rpc_async(session.client, session._stub.Execute, run.request,
+                                             finish, blocking=run.blocking,
+                                             discard=run.delete_temps if run.has_temps else None,
+                                             retry=run.retry))
 
 
 def to_graph(*arrays):
