@@ -28,7 +28,8 @@ from gpuflow.v1 import service_pb2  # noqa: E402
 
 DEPLOY = ROOT / "deploy"
 OVERLAYS = {"cpu": "gpuflow-cpu", "gpu": "gpuflow", "gpu-secure": "gpuflow",
-            "gpu-fleet": "gpuflow"}
+            "fleet": "gpuflow"}
+GPU_OVERLAYS = {"gpu", "gpu-secure", "fleet"}
 SELECTOR = {"app.kubernetes.io/name": "gpuflow", "app.kubernetes.io/component": "worker"}
 # The job name deploy/prometheus/rules.yaml and the dashboard expect.
 JOB = "gpuflow"
@@ -73,8 +74,15 @@ def one(objects, kind):
     return found[0]
 
 
+def workload(objects):
+    """The overlay's one Deployment or StatefulSet (the fleet's)."""
+    found = [o for o in objects if o["kind"] in ("Deployment", "StatefulSet")]
+    assert len(found) == 1, [o["kind"] for o in found]
+    return found[0]
+
+
 def pod_spec(objects):
-    return one(objects, "Deployment")["spec"]["template"]["spec"]
+    return workload(objects)["spec"]["template"]["spec"]
 
 
 def server_container(objects):
@@ -87,7 +95,7 @@ def env_of(container):
     env = {}
     for e in container.get("env", []):
         assert e["name"] not in env, f"{e['name']} set twice"
-        if "valueFrom" in e:  # only the downward API's pod fields (gpu-fleet's POD_IP)
+        if "valueFrom" in e:  # only the downward API's pod fields (the fleet's POD_IP)
             assert set(e["valueFrom"]) == {"fieldRef"}, f"{e['name']}: {e['valueFrom']}"
             env[e["name"]] = "$(" + e["valueFrom"]["fieldRef"]["fieldPath"] + ")"
             continue
@@ -158,8 +166,9 @@ def test_every_overlay_renders_into_its_namespace(rendered):
     for overlay, namespace in OVERLAYS.items():
         objects = rendered[overlay]
         kinds = sorted(o["kind"] for o in objects)
-        expected = ["Deployment", "Namespace", "PodDisruptionBudget", "PodMonitor", "Service"]
-        if overlay.startswith("gpu"):
+        expected = ["StatefulSet" if overlay == "fleet" else "Deployment", "Namespace",
+                    "PodDisruptionBudget", "PodMonitor", "Service"]
+        if overlay in GPU_OVERLAYS:
             expected.append("ConfigMap")
         assert kinds == sorted(expected), overlay
         for o in objects:
@@ -173,7 +182,7 @@ def test_gpu_pods_request_exactly_one_gpu_and_cpu_pods_none(rendered):
     for overlay in OVERLAYS:
         resources = server_container(rendered[overlay])["resources"]
         gpus = {k: resources.get(k, {}).get("nvidia.com/gpu") for k in ("requests", "limits")}
-        if overlay.startswith("gpu"):
+        if overlay in GPU_OVERLAYS:
             assert gpus == {"requests": 1, "limits": 1}, overlay
             assert env_of(server_container(rendered[overlay]))["GPUFLOW_BACKEND"] == "cuda"
             tolerations = pod_spec(rendered[overlay]).get("tolerations", [])
@@ -356,7 +365,7 @@ def test_kernel_cache_is_a_private_directory_inside_the_volume(rendered):
         assert os.path.dirname(cache_dir) == mount["mountPath"] and not mount.get("readOnly")
         assert image_volumes == {mount["mountPath"]}
         volume = next(v for v in spec["volumes"] if v["name"] == "kernel-cache")
-        if overlay.startswith("gpu"):
+        if overlay in GPU_OVERLAYS:
             assert volume["hostPath"]["type"] == "DirectoryOrCreate" and "emptyDir" not in volume
             (init,) = spec["initContainers"]
             assert init["volumeMounts"] == [{"name": "kernel-cache", "mountPath": mount["mountPath"]}]
@@ -398,7 +407,7 @@ def test_secrets_are_mounted_whole_so_rotation_reaches_gpuflowd(rendered):
 
 def test_service_monitor_and_budget_select_the_pods(rendered):
     for overlay, objects in rendered.items():
-        deployment = one(objects, "Deployment")
+        deployment = workload(objects)
         template = deployment["spec"]["template"]
         labels = template["metadata"]["labels"]
         assert deployment["spec"]["selector"]["matchLabels"] == SELECTOR
@@ -428,8 +437,13 @@ def test_service_monitor_and_budget_select_the_pods(rendered):
 
 def test_rollouts_replace_one_pod_at_a_time(rendered):
     for overlay, objects in rendered.items():
-        spec = one(objects, "Deployment")["spec"]
-        assert spec["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
+        kind, spec = workload(objects)["kind"], workload(objects)["spec"]
+        if kind == "Deployment":
+            assert spec["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
+        else:
+            # A StatefulSet never surges and, without maxUnavailable or a
+            # partition, replaces one pod at a time.
+            assert spec["updateStrategy"] == {"type": "RollingUpdate"}, overlay
         assert spec["minReadySeconds"] > 0
 
 
@@ -440,7 +454,7 @@ def test_images_name_the_dockerfile_targets(rendered):
         for c in spec["containers"] + spec.get("initContainers", []):
             name, _, tag = c["image"].rpartition(":")
             assert name == "gpuflow" and tag in targets, c["image"]
-            assert tag == ("cuda" if overlay.startswith("gpu") else "cpu")
+            assert tag == ("cuda" if overlay in GPU_OVERLAYS else "cpu")
 
 
 # ---------------------------------------------------------------- the real server
@@ -452,7 +466,7 @@ def test_every_environment_variable_is_a_gpuflowd_flag(rendered):
     for overlay, objects in rendered.items():
         for name, value in env_of(server_container(objects)).items():
             if value == "$(status.podIP)":
-                continue  # a downward-API input of a flag's value (gpu-fleet's POD_IP)
+                continue  # a downward-API input of a flag's value (the fleet's POD_IP)
             assert name.startswith("GPUFLOW_"), name
             assert name[len("GPUFLOW_"):].lower() in flags, f"{overlay}: {name} is no gpuflowd flag"
 
@@ -497,14 +511,52 @@ def test_overlay_environment_starts_gpuflowd(rendered, make_server, tmp_path, ov
 def test_fleet_workers_advertise_their_pod_ip(rendered):
     # docs/scale-out.md: clients reach every ready pod through the headless
     # Service and learn each session's worker from SessionInfo.endpoint.
-    objects = rendered["gpu-fleet"]
-    assert one(objects, "Deployment")["spec"]["replicas"] > 1
-    assert one(objects, "Service")["spec"]["clusterIP"] == "None"
+    objects = rendered["fleet"]
+    assert one(objects, "StatefulSet")["spec"]["replicas"] > 1
     env = server_container(objects)["env"]
     names = [e["name"] for e in env]
     assert names.index("POD_IP") < names.index("GPUFLOW_ADVERTISE_ADDRESS")
     pod_ip = next(e for e in env if e["name"] == "POD_IP")
     assert pod_ip["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
-    assert env_of(server_container(objects))["GPUFLOW_ADVERTISE_ADDRESS"] == "$(POD_IP):50051"
+    port = {p["name"]: p["containerPort"] for p in server_container(objects)["ports"]}["grpc"]
+    assert env_of(server_container(objects))["GPUFLOW_ADVERTISE_ADDRESS"] == f"$(POD_IP):{port}"
     # The other overlays advertise nothing (one worker behind a Service).
-    assert "GPUFLOW_ADVERTISE_ADDRESS" not in env_of(server_container(rendered["gpu"]))
+    for overlay in ("cpu", "gpu", "gpu-secure"):
+        assert "GPUFLOW_ADVERTISE_ADDRESS" not in env_of(server_container(rendered[overlay]))
+
+
+def test_fleet_statefulset_is_governed_by_the_headless_service(rendered):
+    objects = rendered["fleet"]
+    spec = one(objects, "StatefulSet")["spec"]
+    service = one(objects, "Service")
+    # Pod DNS names (gpuflow-0.gpuflow...) come from the governing Service.
+    assert spec["serviceName"] == service["metadata"]["name"]
+    assert service["spec"]["clusterIP"] == "None"
+    # Only ready pods resolve: no session is placed on a warming or draining pod.
+    assert service["spec"]["publishNotReadyAddresses"] is False
+    assert spec["podManagementPolicy"] == "Parallel"
+    assert "volumeClaimTemplates" not in spec  # sessions die with their pod
+
+
+def _normalized(template):
+    """A pod template with named lists as {name: item}, to compare by content."""
+    if isinstance(template, dict):
+        return {k: _normalized(v) for k, v in template.items()}
+    if isinstance(template, list) and template and all(
+            isinstance(i, dict) and "name" in i for i in template):
+        return {i["name"]: _normalized(i) for i in template}
+    if isinstance(template, list):
+        return [_normalized(i) for i in template]
+    return template
+
+
+def test_fleet_pods_are_the_gpu_overlays_pods_plus_their_address(rendered):
+    # statefulset.yaml repeats the gpu overlay's pod template (kustomize
+    # cannot turn a Deployment into a StatefulSet): hold the two equal.
+    fleet = _normalized(one(rendered["fleet"], "StatefulSet")["spec"]["template"])
+    gpu = _normalized(one(rendered["gpu"], "Deployment")["spec"]["template"])
+    env = fleet["spec"]["containers"]["gpuflowd"]["env"]
+    assert set(env) - set(gpu["spec"]["containers"]["gpuflowd"]["env"]) == {
+        "POD_IP", "GPUFLOW_ADVERTISE_ADDRESS"}
+    del env["POD_IP"], env["GPUFLOW_ADVERTISE_ADDRESS"]
+    assert fleet == gpu
