@@ -22,92 +22,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "clients/cpp/connection_internal.h"
+#include "clients/cpp/pool_internal.h"
 #include "clients/cpp/status_macros_internal.h"
 
 namespace gpuflow::client {
-
-namespace internal {
-
-// What every handle of one client shares.
-struct Connection {
-  std::string target;
-  ClientOptions options;
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1::GpuFlow::Stub> stub;
-
-  absl::Mutex mutex;
-  std::optional<v1::Limits> limits ABSL_GUARDED_BY(mutex);
-  // ExecuteAsync calls not yet ended. The destructor waits for them: the
-  // channel must not go away under a call, nor be destroyed on one of
-  // gRPC's callback threads (which a call holding the connection would do).
-  int calls_in_flight ABSL_GUARDED_BY(mutex) = 0;
-
-  ~Connection() {
-    absl::MutexLock lock(&mutex);
-    mutex.Await(absl::Condition(
-        +[](int* in_flight) { return *in_flight == 0; }, &calls_in_flight));
-  }
-
-  void BeginCall() {
-    absl::MutexLock lock(&mutex);
-    ++calls_in_flight;
-  }
-  void EndCall() {
-    absl::MutexLock lock(&mutex);
-    --calls_in_flight;
-  }
-
-  // A context carrying the call deadline, if any, and the bearer token.
-  std::unique_ptr<grpc::ClientContext> NewContext() const {
-    auto context = std::make_unique<grpc::ClientContext>();
-    if (options.call_timeout != absl::InfiniteDuration()) {
-      context->set_deadline(absl::ToChronoTime(absl::Now() + options.call_timeout));
-    }
-    if (!options.token.empty()) context->AddMetadata("authorization", "Bearer " + options.token);
-    return context;
-  }
-
-  absl::StatusOr<v1::ServerInfo> Info() {
-    v1::ServerInfo info;
-    std::unique_ptr<grpc::ClientContext> context = NewContext();
-    GPUFLOW_CLIENT_RETURN_IF_ERROR(
-        FromGrpcStatus(stub->GetServerInfo(context.get(), v1::GetServerInfoRequest(), &info)));
-    absl::MutexLock lock(&mutex);
-    limits = info.limits();
-    return info;
-  }
-
-  absl::StatusOr<v1::Limits> Limits() {
-    {
-      absl::MutexLock lock(&mutex);
-      if (limits.has_value()) return *limits;
-    }
-    GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::ServerInfo info, Info());
-    return info.limits();
-  }
-
-  // The chunk size for transfers: the server's largest, or 1 MiB when a
-  // server reports none.
-  absl::StatusOr<int64_t> ChunkBytes() {
-    GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::Limits server_limits, Limits());
-    return server_limits.max_chunk_bytes() > 0 ? server_limits.max_chunk_bytes() : int64_t{1} << 20;
-  }
-
-  // Runs one unary call.
-  template <typename Request, typename Response>
-  absl::StatusOr<Response> Call(grpc::Status (v1::GpuFlow::Stub::*method)(grpc::ClientContext*,
-                                                                          const Request&,
-                                                                          Response*),
-                                const Request& request) {
-    Response response;
-    std::unique_ptr<grpc::ClientContext> context = NewContext();
-    GPUFLOW_CLIENT_RETURN_IF_ERROR(
-        FromGrpcStatus(((*stub).*method)(context.get(), request, &response)));
-    return response;
-  }
-};
-
-}  // namespace internal
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
@@ -144,10 +63,8 @@ absl::StatusOr<TlsOptions> TlsOptions::FromFiles(const std::string& root_certifi
   return tls;
 }
 
-namespace {
+namespace internal {
 
-// A channel to `target` with `options`' credentials; waits up to the
-// connect timeout when `wait`.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(const std::string& target,
                                                            const ClientOptions& options,
                                                            bool wait) {
@@ -185,51 +102,30 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(const std::string& ta
   return channel;
 }
 
-}  // namespace
-
-absl::StatusOr<Client> Client::Connect(const std::string& target, const ClientOptions& options) {
-  if (target.find(',') == std::string::npos) {
-    GPUFLOW_CLIENT_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
-                                    OpenChannel(target, options, /*wait=*/true));
-    Client client = FromChannel(std::move(channel), options);
-    client.connection_->target = target;
-    return client;
-  }
-  // A pool of workers (docs/scale-out.md): a connection to each; the first
-  // that connects answers for the pool's info and limits.
-  auto pool = std::make_shared<std::vector<std::shared_ptr<internal::Connection>>>();
-  for (absl::string_view part : absl::StrSplit(target, ',', absl::SkipWhitespace())) {
-    const std::string address(absl::StripAsciiWhitespace(part));
-    GPUFLOW_CLIENT_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
-                                    OpenChannel(address, options, /*wait=*/false));
-    Client worker = FromChannel(std::move(channel), options);
-    worker.connection_->target = address;
-    pool->push_back(std::move(worker.connection_));
-  }
-  const absl::Time deadline = absl::Now() + options.connect_timeout;
-  for (;;) {
-    for (const std::shared_ptr<internal::Connection>& worker : *pool) {
-      if (worker->channel->WaitForConnected(
-              absl::ToChronoTime(absl::Now() + absl::Milliseconds(50)))) {
-        Client client(worker);
-        client.pool_ = pool;
-        return client;
-      }
-    }
-    if (absl::Now() > deadline) {
-      return absl::UnavailableError(absl::StrCat("no gpuflow worker of ", target,
-                                                 " answered within ",
-                                                 absl::FormatDuration(options.connect_timeout)));
-    }
-  }
-}
-
-Client Client::FromChannel(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options) {
-  auto connection = std::make_shared<internal::Connection>();
+std::shared_ptr<Connection> Connection::On(std::shared_ptr<grpc::Channel> channel,
+                                           const ClientOptions& options, std::string target) {
+  auto connection = std::make_shared<Connection>();
+  connection->target = std::move(target);
   connection->options = options;
   connection->stub = v1::GpuFlow::NewStub(channel);
   connection->channel = std::move(channel);
-  return Client(std::move(connection));
+  return connection;
+}
+
+}  // namespace internal
+
+absl::StatusOr<Client> Client::Connect(const std::string& target, const ClientOptions& options) {
+  if (internal::IsPoolTarget(target)) {
+    return internal::WorkerPool::Connect(target, options,
+                                         [target] { return internal::ResolvePoolTarget(target); });
+  }
+  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                                  internal::OpenChannel(target, options, /*wait=*/true));
+  return Client(internal::Connection::On(std::move(channel), options, target));
+}
+
+Client Client::FromChannel(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options) {
+  return Client(internal::Connection::On(std::move(channel), options, ""));
 }
 
 absl::StatusOr<v1::ServerInfo> Client::Info() const { return connection_->Info(); }
@@ -247,25 +143,7 @@ absl::StatusOr<Session> Client::CreateSession(const SessionOptions& options) con
   }
   std::shared_ptr<internal::Connection> worker = connection_;
   if (pool_ != nullptr) {
-    // The least-loaded healthy worker: fewest sessions, then requests in
-    // flight, then bytes held; ties take turns.
-    std::vector<std::pair<std::tuple<int32_t, int32_t, int64_t>, size_t>> candidates;
-    for (size_t i = 0; i < pool_->size(); ++i) {
-      absl::StatusOr<v1::ServerInfo> info = (*pool_)[i]->Info();
-      if (!info.ok() || !info->healthy()) continue;
-      candidates.push_back(
-          {{info->load().sessions(), info->load().requests_in_flight(), info->load().bytes_held()},
-           i});
-    }
-    if (candidates.empty()) {
-      return absl::UnavailableError("no healthy gpuflow worker in the pool");
-    }
-    const auto least = std::min_element(candidates.begin(), candidates.end())->first;
-    std::vector<size_t> ties;
-    for (const auto& [load, i] : candidates) {
-      if (load == least) ties.push_back(i);
-    }
-    worker = (*pool_)[ties[turn_->fetch_add(1) % ties.size()]];
+    GPUFLOW_CLIENT_ASSIGN_OR_RETURN(worker, pool_->Place());
   }
   GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::SessionInfo info,
                                   worker->Call(&v1::GpuFlow::Stub::CreateSession, request));
@@ -276,13 +154,22 @@ Session Client::OpenSession(std::string session_id) const {
   return Session(connection_, std::move(session_id));
 }
 
+absl::StatusOr<Session> Client::LocateSession(std::string session_id) const {
+  if (pool_ == nullptr) return OpenSession(std::move(session_id));
+  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(std::shared_ptr<internal::Connection> holder,
+                                  pool_->Locate(session_id));
+  return Session(std::move(holder), std::move(session_id));
+}
+
 v1::GpuFlow::Stub& Client::stub() const { return *connection_->stub; }
 
 std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
   return connection_->NewContext();
 }
 
-const std::string& Client::target() const { return connection_->target; }
+const std::string& Client::target() const {
+  return pool_ != nullptr ? pool_->target() : connection_->target;
+}
 
 // ---------------------------------------------------------------- Session
 
@@ -456,6 +343,17 @@ absl::StatusOr<v1::SharedMemoryRegion> Session::RegisterSharedMemory(absl::strin
   request.set_session_id(id_);
   request.set_region(std::string(region));
   request.set_key(std::string(key));
+  request.set_byte_size(byte_size);
+  return connection_->Call(&v1::GpuFlow::Stub::RegisterSharedMemory, request);
+}
+
+absl::StatusOr<v1::SharedMemoryRegion> Session::RegisterCudaMemory(absl::string_view region,
+                                                                   absl::string_view ipc_handle,
+                                                                   int64_t byte_size) const {
+  v1::RegisterSharedMemoryRequest request;
+  request.set_session_id(id_);
+  request.set_region(std::string(region));
+  request.set_cuda_ipc_handle(std::string(ipc_handle));
   request.set_byte_size(byte_size);
   return connection_->Call(&v1::GpuFlow::Stub::RegisterSharedMemory, request);
 }

@@ -36,7 +36,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -103,17 +102,25 @@ class Session;
 
 namespace internal {
 struct Connection;
+class WorkerPool;
 }  // namespace internal
 
 class Client {
  public:
   // Opens a channel to `target` ("host:port", or any gRPC target string),
   // plaintext or TLS (options.tls), and waits up to options.connect_timeout
-  // for it to connect. A list "host1:port1,host2:port2" is a pool of
-  // workers (docs/scale-out.md): CreateSession places each session on the
-  // least-loaded healthy one, whose connection all its calls then use. UNAVAILABLE, naming the
-  // target and what gRPC said (a refused connection, a TLS handshake that failed), when it does
-  // not; INVALID_ARGUMENT for a certificate chain without its key or the reverse.
+  // for it to connect. UNAVAILABLE, naming the target and what gRPC said (a
+  // refused connection, a TLS handshake that failed), when it does not;
+  // INVALID_ARGUMENT for a certificate chain without its key or the reverse.
+  //
+  // A pool target, a list "host1:port1,host2:port2" or "dns:///name:port"
+  // (a name that resolves to every worker, such as a headless Service), is
+  // a pool of workers (docs/scale-out.md): a connection to each, and
+  // Connect returns once one of them connects. CreateSession places each
+  // session on the least-loaded healthy worker, whose connection all its
+  // calls then use. A dns:/// name is resolved (getaddrinfo) here and again
+  // at every CreateSession and LocateSession, so workers that come and go
+  // are followed; INVALID_ARGUMENT for one without a port.
   static absl::StatusOr<Client> Connect(const std::string& target,
                                         const ClientOptions& options = {});
   // A client on an existing channel (an in-process one, or one with custom
@@ -134,8 +141,15 @@ class Client {
 
   // A handle on a session that already exists (its id from CreateSession,
   // perhaps in another process). Makes no call: an unknown or expired id
-  // shows as NOT_FOUND on the first call that uses it.
+  // shows as NOT_FOUND on the first call that uses it. On a pool the handle
+  // is on the first worker that answered Connect: use LocateSession.
   Session OpenSession(std::string session_id) const;
+
+  // OpenSession on one server. On a pool, finds the worker that holds the
+  // session: asks every worker at once (KeepAlive, which resets the
+  // session's idle timer; two seconds at most) and returns a handle on it.
+  // NOT_FOUND when no worker holds it.
+  absl::StatusOr<Session> LocateSession(std::string session_id) const;
 
   // The generated stub, for calls this API does not wrap (Precompile); make
   // their contexts with NewContext, which carries the token and deadline.
@@ -146,12 +160,14 @@ class Client {
   const std::string& target() const;
 
  private:
+  friend class internal::WorkerPool;
   explicit Client(std::shared_ptr<internal::Connection> connection)
       : connection_(std::move(connection)) {}
+  // One server's connection; on a pool, the first worker that connected
+  // (Info, Limits, stub).
   std::shared_ptr<internal::Connection> connection_;
-  // A pool's workers (null: one server), and whose turn a tie is.
-  std::shared_ptr<std::vector<std::shared_ptr<internal::Connection>>> pool_;
-  std::shared_ptr<std::atomic<uint64_t>> turn_ = std::make_shared<std::atomic<uint64_t>>(0);
+  // A pool's workers; null: one server.
+  std::shared_ptr<internal::WorkerPool> pool_;
 };
 
 // One session of a server: a namespace of arrays with a memory quota.
@@ -205,6 +221,14 @@ class Session {
   absl::StatusOr<v1::SharedMemoryRegion> RegisterSharedMemory(absl::string_view region,
                                                               absl::string_view key,
                                                               int64_t byte_size) const;
+  // Registers device memory of this process as `region` through CUDA IPC,
+  // on a server run with --allow_cuda_ipc on the same GPU: `ipc_handle` is
+  // the 64 bytes cudaIpcGetMemHandle gives for the allocation's base, and
+  // `byte_size` at most the allocation's size. The same transfers then copy
+  // device to device; keep the allocation alive until it is unregistered.
+  absl::StatusOr<v1::SharedMemoryRegion> RegisterCudaMemory(absl::string_view region,
+                                                            absl::string_view ipc_handle,
+                                                            int64_t byte_size) const;
   absl::Status UnregisterSharedMemory(absl::string_view region) const;
   // Stores region bytes [offset, offset + size) as an array of `dtype` and
   // `shape`.

@@ -202,3 +202,45 @@ def test_readme_shell_example_runs(cli, server, tmp_path):
     assert np.array_equal(np.load(tmp_path / "y.npy"), np.sqrt(x * x + 1))
     assert "graph               :    CPU:" in proc.stdout
     assert "closed " in proc.stdout
+
+
+def test_pool_targets_place_sessions_and_find_them_again(cli, make_server, tmp_path):
+    """--target takes a pool (docs/scale-out.md): `session create` places
+    each session on the least-loaded worker, and later commands naming it
+    find the worker that holds it."""
+    workers = [make_server(), make_server()]
+    pool = {"GPUFLOW_TARGET": ",".join(w.target for w in workers)}
+    ids = [cli("session", "create", env=pool).stdout.strip() for _ in range(2)]
+    worker_of = {}
+    for i, session_id in enumerate(ids):
+        info = cli("session", "info", session=session_id, env=pool).stdout
+        worker_of[session_id] = re.search(r"^worker:    (\S+)$", info, re.M).group(1)
+        a = np.arange(7, dtype=np.float32) * i
+        np.save(tmp_path / f"a{i}.npy", a)
+        cli("upload", f"a{i}.npy", "--name=a", session=session_id, env=pool)
+        cli("download", "a", "-o", f"b{i}.npy", session=session_id, env=pool)
+        assert np.array_equal(np.load(tmp_path / f"b{i}.npy"), a)
+        assert "a: float32[7]" in cli("ls", session=session_id, env=pool).stdout
+    assert sorted(worker_of.values()) == sorted(w.target for w in workers)
+    # The worker that does not hold a session answers NOT_FOUND for it.
+    for session_id, endpoint in worker_of.items():
+        other = next(w.target for w in workers if w.target != endpoint)
+        proc = cli("ls", session=session_id, env={"GPUFLOW_TARGET": other}, check=False)
+        assert proc.returncode == 1 and "NOT_FOUND" in proc.stderr
+    proc = cli("ls", session="0" * 32, env=pool, check=False)
+    assert proc.returncode == 1
+    assert f"NOT_FOUND: no worker of {pool['GPUFLOW_TARGET']} holds session" in proc.stderr
+    for session_id in ids:
+        assert cli("session", "close", session_id, env=pool).stdout.startswith(f"closed {session_id}")
+
+
+def test_dns_pool_targets(cli, make_server):
+    worker = make_server()
+    target = f"dns:///localhost:{worker.port}"
+    assert "backend:" in cli("info", f"--target={target}").stdout
+    session_id = cli("session", "create", f"--target={target}").stdout.strip()
+    info = cli("session", "info", f"--target={target}", session=session_id).stdout
+    assert re.search(rf"^worker:    \S+:{worker.port}$", info, re.M)
+    cli("session", "close", session_id, f"--target={target}")
+    proc = cli("info", "--target=dns:///localhost", check=False)
+    assert proc.returncode == 1 and "INVALID_ARGUMENT: a dns:/// target needs host:port" in proc.stderr

@@ -76,7 +76,8 @@ struct Command {
 const std::vector<Option>& GlobalOptions() {
   static const auto* options = new std::vector<Option>{
       {"target", '\0', "HOST:PORT", false,
-       "the server (default: $GPUFLOW_TARGET, else localhost:50051)"},
+       "the server, or a pool of workers: H1:P1,H2:P2 or dns:///NAME:PORT (default: "
+       "$GPUFLOW_TARGET, else localhost:50051)"},
       {"session", '\0', "ID", false,
        "an open session's id (default: $GPUFLOW_SESSION); see `gpuflow session create`"},
       {"connect-timeout", '\0', "DURATION", false,
@@ -309,11 +310,12 @@ class Context {
                      "with `gpuflow session create`)"));
   }
 
-  // The --session session (see CheckSessionGiven).
+  // The --session session (see CheckSessionGiven), on the worker of a
+  // pool that holds it.
   absl::StatusOr<Session> RequireSession() {
     GPUFLOW_CLIENT_RETURN_IF_ERROR(CheckSessionGiven());
     GPUFLOW_CLIENT_ASSIGN_OR_RETURN(Client client, Connect());
-    return client.OpenSession(session_id());
+    return client.LocateSession(session_id());
   }
 
  private:
@@ -380,7 +382,8 @@ absl::Status RunSessionClose(Context& context) {
         "which session? give its id, --session=ID or GPUFLOW_SESSION");
   }
   GPUFLOW_CLIENT_ASSIGN_OR_RETURN(Client client, context.Connect());
-  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(const int64_t freed, client.OpenSession(id).Close());
+  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(Session session, client.LocateSession(id));
+  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(const int64_t freed, session.Close());
   context.out() << "closed " << id << ", freed " << FormatBytes(freed) << "\n";
   return absl::OkStatus();
 }
@@ -393,6 +396,7 @@ absl::Status RunSessionInfo(Context& context) {
     return absl::OkStatus();
   }
   context.out() << "session:   " << info.session_id() << "\n"
+                << "worker:    " << session.endpoint() << "\n"
                 << "label:     " << info.label() << "\n"
                 << "memory:    " << FormatBytes(info.memory_used_bytes()) << " used of "
                 << FormatBytes(info.memory_limit_bytes()) << "\n"
@@ -617,7 +621,7 @@ const std::vector<Command>& Commands() {
        RunSessionClose},
       {"session info",
        "",
-       "Show the --session session: label, memory, arrays, TTL.",
+       "Show the --session session: its worker, label, memory, arrays, TTL.",
        "Also resets its idle timer.",
        {kJsonOption},
        0,
@@ -686,7 +690,7 @@ const std::vector<Command>& Commands() {
 
 std::string MainHelp() {
   std::string out =
-      "usage: gpuflow [--target=HOST:PORT] [--session=ID] COMMAND [ARGS]\n\n"
+      "usage: gpuflow [--target=HOST:PORT|POOL] [--session=ID] COMMAND [ARGS]\n\n"
       "The command-line client of gpuflowd.\n\ncommands:\n";
   for (const Command& command : Commands()) {
     absl::StrAppend(&out, "  ", command.name,

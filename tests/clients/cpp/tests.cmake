@@ -24,3 +24,7 @@ gpuflow_test(client_security_test SRCS clients/cpp/client_security_test.cc
              LABELS integration)
 target_compile_definitions(client_security_test PRIVATE GPUFLOW_SERVER_BIN="$<TARGET_FILE:gpuflowd>")
 add_dependencies(client_security_test gpuflowd)
+gpuflow_test(client_pool_test SRCS clients/cpp/pool_test.cc
+             DEPS gpuflow::client gpuflow::testing absl::strings absl::time LABELS integration)
+target_compile_definitions(client_pool_test PRIVATE GPUFLOW_SERVER_BIN="$<TARGET_FILE:gpuflowd>")
+add_dependencies(client_pool_test gpuflowd)
