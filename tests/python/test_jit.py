@@ -9,13 +9,9 @@ answers FAILED_PRECONDITION). With GPUFLOW_TEST_BACKEND=cuda the launches
 are checked against NumPy instead.
 """
 
-import ctypes
 import inspect
 import math
 import os
-import shutil
-import subprocess
-import tempfile
 
 import numpy as np
 import pytest
@@ -24,64 +20,10 @@ import gpuflow
 import gpuflow as gf
 from gpuflow import jit
 from conftest import BACKEND
+from nvrtc_check import assert_compiles, needs_compiler
 
 CUDA = BACKEND == "cuda"
-CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 THIS_FILE = os.path.abspath(__file__)
-
-# ---- compiling as the server does ------------------------------------------------------
-
-# engine/cuda/nvrtc_compiler.cc: NvrtcOptions, for an sm_90 device.
-NVRTC_OPTIONS = ["--gpu-architecture=sm_90", "--std=c++17", "-default-device", "-prec-div=true",
-                 "-prec-sqrt=true", "-ftz=false", "-fmad=false", f"-I{CUDA_HOME}/include",
-                 f"-I{CUDA_HOME}/include/cccl"]
-
-
-def _load_nvrtc():
-    for name in ("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"):
-        try:
-            return ctypes.CDLL(os.path.join(CUDA_HOME, "lib64", name))
-        except OSError:
-            continue
-    return None
-
-
-NVRTC = _load_nvrtc()
-NVCC = shutil.which("nvcc") or (os.path.join(CUDA_HOME, "bin", "nvcc")
-                                if os.path.exists(os.path.join(CUDA_HOME, "bin", "nvcc"))
-                                else None)
-needs_compiler = pytest.mark.skipif(NVRTC is None and NVCC is None,
-                                    reason="no CUDA toolkit (NVRTC or nvcc) here")
-
-
-def compile_log(source):
-    """(ok, log) of compiling ``source`` for sm_90 like the server."""
-    if NVRTC is not None:
-        prog = ctypes.c_void_p()
-        assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"jit.cu", 0, None,
-                                        None) == 0
-        opts = [o.encode() for o in NVRTC_OPTIONS]
-        res = NVRTC.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
-        size = ctypes.c_size_t()
-        NVRTC.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-        log = ctypes.create_string_buffer(size.value)
-        NVRTC.nvrtcGetProgramLog(prog, log)
-        NVRTC.nvrtcDestroyProgram(ctypes.byref(prog))
-        return res == 0, log.value.decode(errors="replace")
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "jit.cu")
-        with open(path, "w") as f:
-            f.write(source)
-        proc = subprocess.run([NVCC, "-arch=sm_90", "-std=c++17", "--cubin", "-o", os.devnull,
-                               path], capture_output=True, text=True)
-        return proc.returncode == 0, proc.stdout + proc.stderr
-
-
-def assert_compiles(source):
-    ok, log = compile_log(source)
-    assert ok, f"{log}\n---- source ----\n{source}"
-    assert "error" not in log, log
-    return source
 
 
 def f32(*shape):
@@ -418,6 +360,8 @@ ATOMIC_SUPPORT = {
     "and": ["int32", "int64", "uint32", "uint64"],
     "or": ["int32", "int64", "uint32", "uint64"],
     "xor": ["int32", "int64", "uint32", "uint64"],
+    "inc": ["uint32"],
+    "dec": ["uint32"],
 }
 
 

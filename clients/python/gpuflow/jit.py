@@ -51,8 +51,8 @@ __all__ = [
     "JitError", "rawkernel", "grid", "gridsize", "threadIdx", "blockIdx", "blockDim", "gridDim",
     "laneid", "warpsize", "shared_memory", "syncthreads", "syncwarp", "atomic_add", "atomic_sub",
     "atomic_max", "atomic_min", "atomic_exch", "atomic_cas", "atomic_and", "atomic_or",
-    "atomic_xor", "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "all_sync",
-    "any_sync", "ballot_sync",
+    "atomic_xor", "atomic_inc", "atomic_dec", "shfl_sync", "shfl_up_sync", "shfl_down_sync",
+    "shfl_xor_sync", "all_sync", "any_sync", "ballot_sync",
 ]
 
 
@@ -121,6 +121,8 @@ atomic_cas = _Intrinsic("atomic_cas")
 atomic_and = _Intrinsic("atomic_and")
 atomic_or = _Intrinsic("atomic_or")
 atomic_xor = _Intrinsic("atomic_xor")
+atomic_inc = _Intrinsic("atomic_inc")
+atomic_dec = _Intrinsic("atomic_dec")
 shfl_sync = _Intrinsic("shfl_sync")
 shfl_up_sync = _Intrinsic("shfl_up_sync")
 shfl_down_sync = _Intrinsic("shfl_down_sync")
@@ -1500,7 +1502,7 @@ class _Translator:
         ull = "unsigned long long"
         fn = {"add": "atomicAdd", "sub": "atomicSub", "max": "atomicMax", "min": "atomicMin",
               "exch": "atomicExch", "cas": "atomicCAS", "and": "atomicAnd", "or": "atomicOr",
-              "xor": "atomicXor"}[op]
+              "xor": "atomicXor", "inc": "atomicInc", "dec": "atomicDec"}[op]
         code = None
         if op == "add" and t in ("int32", "uint32", "uint64", "float32", "float64"):
             code = f"{fn}({ptr}, {val})"
@@ -1518,6 +1520,8 @@ class _Translator:
             code = f"{fn}({ptr}, {val})"
         elif op in ("and", "or", "xor") and t == "int64":
             code = f"((long long){fn}(({ull}*){ptr}, ({ull})({val})))"
+        elif op in ("inc", "dec") and t == "uint32":   # CUDA has them for unsigned int only
+            code = f"{fn}({ptr}, {val})"
         elif op == "exch" and t in ("int32", "uint32", "uint64", "float32"):
             code = f"{fn}({ptr}, {val})"
         elif op == "exch" and t == "int64":
@@ -1570,6 +1574,12 @@ class _Translator:
 
     def call_atomic_xor(self, node):
         return self.atomic(node, "xor")
+
+    def call_atomic_inc(self, node):
+        return self.atomic(node, "inc")
+
+    def call_atomic_dec(self, node):
+        return self.atomic(node, "dec")
 
     def shuffle(self, node, fn, lane_name):
         args = self.intrinsic_args(node, ["mask", "var", lane_name, "width"], 3)
