@@ -213,6 +213,23 @@ def shm_section(shm):
                   "shm down (staged copy)", "region up (data in place)", "region down"], rows)
 
 
+def ipc_section(ipc):
+    """Rows of service_bench.ipc_transfers: GB/s each way per path."""
+    if "skipped" in ipc:
+        return f"Skipped: {ipc['skipped']}"
+    rows = []
+    for r in ipc.get("sizes", []):
+        if "error" in r:
+            rows.append([size_label(r["bytes"]), r["error"], "", "", "", "", ""])
+            continue
+        rows.append([size_label(r["bytes"]), f"{r['d2d_gbps']:.0f}", f"{r['asarray_gbps']:.0f}",
+                     f"{r['to_torch_gbps']:.0f}", f"{r['region_upload_gbps']:.0f}",
+                     f"{r['region_download_gbps']:.0f}", f"{r['register_us']:.0f}"])
+    return table(["size", "torch device copy GB/s (floor)", "gf.asarray(tensor)",
+                  "gf.to_torch(x, 'cuda')", "region up (tensor registered)", "region down",
+                  "register µs"], rows)
+
+
 def isolation_section(iso):
     rows = []
     for key, label in (("alone", "alone"), ("under_load", f"beside a loop of {iso.get('matmul')}")):
@@ -354,6 +371,8 @@ def render_body(results, level="###"):
         "transfers_python", lambda s: table(TRANSFER_HEADER, transfer_rows(s)))
     add("Same-host transfers: shared memory beside gRPC and memcpy (Python client)",
         "transfers_shm", shm_section)
+    add("Same-GPU transfers: CUDA IPC beside a device copy (Python client, PyTorch tensors)",
+        "transfers_ipc", ipc_section)
     add("First request on a fresh server: cold and warm kernel cache", "cache_warmup", warmup_section)
     return "\n".join(parts)
 

@@ -49,7 +49,7 @@ import gpuflow  # noqa: E402
 import numpy as np  # noqa: E402
 
 SECTIONS = ("latency", "latency_phases", "isolation", "async", "kernels", "concurrency", "transfers_cpp", "transfers_shm",
-            "transfers_python", "cache_warmup")
+            "transfers_ipc", "transfers_python", "cache_warmup")
 
 
 def log(message):
@@ -174,7 +174,8 @@ class Run:
         self.server_proc, port, start_s = cache_warmup.start_server(
             self.binary("gpuflowd"), self.args.backend, self.tmp, os.path.join(self.tmp, "kernels"),
             ("--max_session_memory_limit=64GiB", "--default_session_memory_limit=16GiB",
-             "--max_array_bytes=32GiB", "--max_sessions=64", "--allow_shared_memory"))
+             "--max_array_bytes=32GiB", "--max_sessions=64", "--allow_shared_memory",
+             "--allow_cuda_ipc"))
         self.procs.append(self.server_proc)
         with open(os.path.join(self.tmp, "pids"), "w") as f:
             f.write(f"{self.echo_proc.pid}\n{self.server_proc.pid}\n")
@@ -227,6 +228,8 @@ class Run:
             self.session, self.echo, plan["py_sizes"], log=log))
         self.section("transfers_shm", 30, lambda: service_bench.shm_transfers(
             self.session, plan["shm_sizes"], log=log))
+        self.section("transfers_ipc", 20, lambda: service_bench.ipc_transfers(
+            self.session, plan["ipc_sizes"], log=log))
         self.stop_main_server()
         self.section("cache_warmup", 30, self.cache_warmup)
 

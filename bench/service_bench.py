@@ -448,6 +448,73 @@ def shm_transfers(session, sizes, log=print):
     return {"client": "Python", "sizes": rows}
 
 
+def ipc_transfers(session, sizes, log=print):
+    """Device-to-device transfers by CUDA IPC (issue 16, item 2) between
+    PyTorch tensors of this process and the session, beside one
+    ``torch`` device copy of the same bytes (the floor): ``gf.asarray`` of a
+    tensor and ``gf.to_torch(x, device="cuda")`` (each registering the
+    tensor's allocation for the one call), and uploads and downloads from and
+    to a registered tensor (the data already in place). Needs the server's
+    --allow_cuda_ipc and PyTorch on the server's GPU; reports why not
+    otherwise."""
+    try:
+        import torch
+    except ImportError:
+        return {"skipped": "no PyTorch"}
+    if not torch.cuda.is_available():
+        return {"skipped": "no CUDA device for PyTorch"}
+    if not session.client.limits.allow_cuda_ipc:
+        return {"skipped": "the server runs without --allow_cuda_ipc"}
+
+    def timed(fn):
+        def run():
+            fn()
+            torch.cuda.synchronize()
+        return run
+
+    rows = []
+    for size, repeats, warmup in sizes:
+        row = {"bytes": size, "repeats": repeats}
+        try:
+            t = torch.arange(size // 4, dtype=torch.float32, device="cuda")
+            copy = torch.empty_like(t)
+            row["d2d_gbps"] = _median_gbps(size, timed(lambda: copy.copy_(t)), repeats, warmup)
+            held = [None]
+            row["asarray_gbps"] = _median_gbps(
+                size, lambda: held.__setitem__(0, gpuflow.asarray(t, session=session)), repeats,
+                warmup)
+            x = held[0]
+            got = [None]
+            row["to_torch_gbps"] = _median_gbps(
+                size, lambda: got.__setitem__(0, gpuflow.to_torch(x, device="cuda")), repeats,
+                warmup)
+            if not torch.equal(got[0], t):
+                raise AssertionError("to_torch: the tensor differs from the uploaded one")
+            both = torch.empty(2 * (size // 4), dtype=torch.float32, device="cuda")
+            both[: size // 4] = t
+            torch.cuda.synchronize()
+            offset = session.register_cuda_memory("bench_ipc", both)
+            start = time.perf_counter()
+            session.unregister_shared_memory("bench_ipc")
+            offset = session.register_cuda_memory("bench_ipc", both)
+            row["register_us"] = (time.perf_counter() - start) * 1e6
+            row["region_upload_gbps"] = _median_gbps(size, lambda: session.upload_from_shared_memory(
+                "xfer_ipc", "bench_ipc", offset, np.float32, (size // 4,)), repeats, warmup)
+            row["region_download_gbps"] = _median_gbps(
+                size, lambda: session.download_to_shared_memory("xfer_ipc", "bench_ipc",
+                                                                offset + size), repeats, warmup)
+            if not torch.equal(both[size // 4:], t):
+                raise AssertionError("region: downloaded bytes differ from the uploaded ones")
+            session.unregister_shared_memory("bench_ipc")
+            session.delete("xfer_ipc")
+            del x, held, got
+        except Exception as e:  # noqa: BLE001
+            row["error"] = gpu_bench.short_error(e)
+        log(f"  CUDA IPC {size} B: {row}")
+        rows.append(row)
+    return {"client": "Python (PyTorch tensors)", "sizes": rows}
+
+
 def run_standalone(args, measure, server_args=()):
     """What a standalone benchmark's main() does: starts ``args.server``
     (gpuflowd, on a free loopback port with ``args.backend``) unless
@@ -493,11 +560,13 @@ def default_plan(small):
         return {"latency_n": 300, "concurrency": (1, 4, 16), "duration": 0.5,
                 "cpp_sizes": [(MiB, 10), (8 * MiB, 3), (32 * MiB, 2)],
                 "py_sizes": [(MiB, 5, 1), (8 * MiB, 2, 1), (32 * MiB, 1, 0)],
-                "shm_sizes": [(MiB, 5, 1), (32 * MiB, 2, 1)]}
+                "shm_sizes": [(MiB, 5, 1), (32 * MiB, 2, 1)],
+                "ipc_sizes": [(MiB, 5, 1), (32 * MiB, 2, 1)]}
     return {"latency_n": 2000, "concurrency": (1, 4, 16), "duration": 2.0,
             "cpp_sizes": [(MiB, 50), (64 * MiB, 7), (1 << 30, 3)],
             "py_sizes": [(MiB, 20, 3), (64 * MiB, 5, 1), (1 << 30, 2, 0)],
-            "shm_sizes": [(64 * MiB, 5, 1), (1 << 30, 3, 1)]}
+            "shm_sizes": [(64 * MiB, 5, 1), (1 << 30, 3, 1)],
+            "ipc_sizes": [(64 * MiB, 10, 2), (1 << 30, 5, 1)]}
 
 
 

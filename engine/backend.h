@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/shape.h"
@@ -170,6 +171,24 @@ class HostRegistration {
   virtual ~HostRegistration() = default;
 };
 
+// Device memory another process on the same device exported (a CUDA IPC
+// handle), mapped into this one until destroyed (Backend::ImportDeviceMemory).
+class DeviceImport {
+ public:
+  virtual ~DeviceImport() = default;
+  // Bytes of the exporter's allocation, from its base.
+  virtual int64_t byte_size() const = 0;
+  // Copies import bytes [offset, offset + n) into dst[0, n), ordered on
+  // `stream` (complete at the next Synchronize). The caller checks the
+  // range against byte_size().
+  virtual absl::Status CopyToDevice(int64_t offset, int64_t n, DeviceBuffer& dst,
+                                    Stream& stream) const = 0;
+  // Copies src[0, n) into import bytes [offset, offset + n), ordered on
+  // `stream`.
+  virtual absl::Status CopyFromDevice(const DeviceBuffer& src, int64_t n, int64_t offset,
+                                      Stream& stream) const = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -180,6 +199,9 @@ class Backend {
   virtual std::string device_description() const = 0;
   // The index of the device it runs on (-1: none, the CPU backend).
   virtual int device() const { return -1; }
+  // The device's UUID as nvidia-smi writes it ("GPU-xxxxxxxx-xxxx-...");
+  // empty where there is none (the CPU backend).
+  virtual std::string device_uuid() const { return ""; }
   // False after an unrecoverable device error; requests then fail with
   // UNAVAILABLE.
   virtual bool healthy() const = 0;
@@ -243,6 +265,17 @@ class Backend {
   virtual absl::Status CopyToHostDirect(const DeviceBuffer& /*src*/, int64_t /*offset*/,
                                         int64_t /*n*/, void* /*dst*/, Stream& /*stream*/) {
     return absl::UnimplementedError("this backend has no direct copies to host memory");
+  }
+
+  // Opens device memory another process exported with cudaIpcGetMemHandle
+  // (`handle`: the 64 bytes of a cudaIpcMemHandle_t). FAILED_PRECONDITION
+  // for a handle this process cannot open (another host, a dead or foreign
+  // exporter, memory not from cudaMalloc) or memory of another device;
+  // UNIMPLEMENTED where the backend has no device memory (the CPU backend).
+  virtual absl::StatusOr<std::unique_ptr<DeviceImport>> ImportDeviceMemory(
+      absl::string_view /*handle*/) {
+    return absl::UnimplementedError(
+        absl::StrCat("the ", name(), " backend has no device memory to share through CUDA IPC"));
   }
 
   // Runs `plan` (built from `graph`) on `stream`. `arrays[i]` holds

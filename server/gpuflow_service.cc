@@ -129,6 +129,7 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   response->set_version(GPUFLOW_VERSION);
   response->set_backend(std::string(backend_.name()));
   response->set_device(backend_.device_description());
+  response->set_device_uuid(backend_.device_uuid());
   response->set_healthy(backend_.healthy());
   response->set_tenant(tenant.name());
   // A tenant sees its own sessions only, and nothing of the caches' use,
@@ -156,6 +157,7 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   limits->set_allow_shared_memory(options_.allow_shared_memory);
   limits->set_max_shared_memory_bytes(
       options_.allow_shared_memory ? options_.max_shared_memory_bytes : 0);
+  limits->set_allow_cuda_ipc(options_.allow_cuda_ipc);
   DurationToProto(options_.max_request_duration, limits->mutable_max_request_duration());
   limits->set_max_arrays_per_session(sessions.max_arrays_per_session);
   limits->set_max_benchmark_repeats(options_.max_benchmark_repeats);

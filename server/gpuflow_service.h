@@ -57,6 +57,9 @@ struct ServiceOptions {
   bool allow_shared_memory = false;
   int64_t max_shared_memory_bytes = int64_t{64} << 30;
   int32_t max_shared_memory_regions = 64;
+  // Regions of device memory other processes on this GPU export
+  // (--allow_cuda_ipc): off unless set.
+  bool allow_cuda_ipc = false;
   // The address clients reach this worker by (SessionInfo.endpoint,
   // ServerInfo.endpoint); empty: not known.
   std::string advertise_address;
@@ -143,10 +146,14 @@ class GpuFlowService final
   // `tenant`.
   absl::StatusOr<std::shared_ptr<Session>> FindSession(const std::string& id, const Tenant* tenant);
 
-  // PERMISSION_DENIED for a shared-memory call on a server without
-  // --allow_shared_memory (after the caller is authenticated).
+  // Answers a shared-memory call the server's flags refuse with `why`
+  // (PERMISSION_DENIED), after the caller is authenticated.
   grpc::ServerUnaryReactor* RefuseSharedMemory(grpc::CallbackServerContext* context,
-                                               RpcMethod method, const std::string& session_id);
+                                               RpcMethod method, const std::string& session_id,
+                                               absl::Status why);
+  // Regions of either kind may exist (--allow_shared_memory or
+  // --allow_cuda_ipc), so the transfers that name one are on.
+  bool regions_allowed() const;
 
   // What raw kernels and the like the caller may use.
   CallerPermissions PermissionsOf(const Tenant& tenant) const;

@@ -129,6 +129,10 @@ ABSL_FLAG(bool, allow_shared_memory, false,
           "Accept same-host transfers through POSIX shared memory (RegisterSharedMemory and the "
           "shared-memory uploads and downloads) from clients on this host; off: "
           "PERMISSION_DENIED");
+ABSL_FLAG(bool, allow_cuda_ipc, false,
+          "Accept device memory other processes on this host and GPU export through CUDA IPC "
+          "(RegisterSharedMemory with a cuda_ipc_handle), so the shared-memory transfers copy "
+          "device to device; off: PERMISSION_DENIED");
 ABSL_FLAG(ByteCount, max_shared_memory_bytes, ByteCount{int64_t{64} << 30},
           "Bytes of shared memory one session may register in all (the CUDA backend pins them)");
 ABSL_FLAG(int, max_prepared_graphs, 1024,
@@ -207,6 +211,7 @@ const std::vector<std::string> kEnvFlags = {
     "request_cache_entries",
     "max_prepared_graphs",
     "allow_shared_memory",
+    "allow_cuda_ipc",
     "advertise_address",
     "max_shared_memory_bytes",
     "exit_on_device_error",
@@ -535,6 +540,7 @@ int main(int argc, char** argv) {
   service_options.max_benchmark_repeats = std::max(1, absl::GetFlag(FLAGS_max_benchmark_repeats));
   service_options.inline_max_run = absl::GetFlag(FLAGS_inline_max_run);
   service_options.allow_shared_memory = absl::GetFlag(FLAGS_allow_shared_memory);
+  service_options.allow_cuda_ipc = absl::GetFlag(FLAGS_allow_cuda_ipc);
   service_options.advertise_address = absl::GetFlag(FLAGS_advertise_address);
   service_options.max_shared_memory_bytes =
       std::max<int64_t>(0, absl::GetFlag(FLAGS_max_shared_memory_bytes).bytes);
@@ -553,7 +559,9 @@ int main(int argc, char** argv) {
        .request_cache_entries = std::max(0, absl::GetFlag(FLAGS_request_cache_entries)),
        .request_cache_bytes = int64_t{16} << 20,
        .max_prepared_graphs = std::max(0, absl::GetFlag(FLAGS_max_prepared_graphs)),
-       .allow_shared_memory = absl::GetFlag(FLAGS_allow_shared_memory)});
+       // Execute outputs may go to regions of either kind.
+       .allow_shared_memory =
+           absl::GetFlag(FLAGS_allow_shared_memory) || absl::GetFlag(FLAGS_allow_cuda_ipc)});
   if (const std::string file = absl::GetFlag(FLAGS_precompile); !file.empty()) {
     if (int exit_code = Precompile(file, runner); exit_code != 0) return exit_code;
   }

@@ -12,6 +12,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/ir/echo.h"
@@ -53,6 +55,33 @@ void ReleaseKey(const std::string& key) {
 }
 
 std::string ErrnoText(int error) { return std::strerror(error); }
+
+// CUDA IPC imports by key, shared by the regions of one handle (a process
+// opens a handle once).
+absl::Mutex imports_mu(absl::kConstInit);
+
+absl::StatusOr<std::shared_ptr<const DeviceImport>> SharedImport(const std::string& key,
+                                                                 absl::string_view handle,
+                                                                 Backend& backend) {
+  static auto* imports = new absl::flat_hash_map<std::string, std::weak_ptr<const DeviceImport>>();
+  absl::MutexLock lock(&imports_mu);
+  if (auto it = imports->find(key); it != imports->end()) {
+    if (std::shared_ptr<const DeviceImport> alive = it->second.lock()) return alive;
+  }
+  absl::StatusOr<std::unique_ptr<DeviceImport>> opened = backend.ImportDeviceMemory(handle);
+  if (!opened.ok()) {
+    if (absl::IsUnimplemented(opened.status())) {
+      return absl::FailedPreconditionError(opened.status().message());
+    }
+    return opened.status();
+  }
+  std::shared_ptr<const DeviceImport> import = *std::move(opened);
+  (*imports)[key] = import;
+  // Forget entries whose imports are gone, so the map stays as small as
+  // the live ones.
+  absl::erase_if(*imports, [](const auto& entry) { return entry.second.expired(); });
+  return import;
+}
 
 }  // namespace
 
@@ -125,20 +154,55 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::Open(
   return region;
 }
 
+absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::OpenCudaIpc(
+    absl::string_view handle, int64_t byte_size, const std::string& owner, Backend& backend) {
+  if (handle.size() != kCudaIpcHandleBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("cuda_ipc_handle must have ",
+                                                   kCudaIpcHandleBytes,
+                                                   " bytes (a "
+                                                   "cudaIpcMemHandle_t), got ",
+                                                   handle.size()));
+  }
+  if (byte_size <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("byte_size must be positive, got ", byte_size));
+  }
+  std::string key = absl::StrCat(kCudaIpcKeyPrefix, absl::BytesToHexString(handle));
+  if (absl::Status s = ClaimKey(key, owner); !s.ok()) return s;
+  // From here the region owns the claim.
+  std::shared_ptr<SharedMemoryRegion> region(
+      new SharedMemoryRegion(std::move(key), byte_size, owner, -1));
+  absl::StatusOr<std::shared_ptr<const DeviceImport>> import =
+      SharedImport(region->key_, handle, backend);
+  if (!import.ok()) return import.status();
+  if (byte_size > (*import)->byte_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("byte_size ", byte_size, " is more than the ",
+                                                   (*import)->byte_size(),
+                                                   " bytes of the exported allocation"));
+  }
+  region->import_ = *std::move(import);
+  return region;
+}
+
 SharedMemoryRegion::~SharedMemoryRegion() {
+  import_.reset();
   registration_.reset();  // Before the mapping goes.
   if (mapping_ != nullptr) munmap(mapping_, static_cast<size_t>(byte_size_));
-  if (fd_ >= 0) {
-    close(fd_);
-    ReleaseKey(key_);
+  if (fd_ >= 0) close(fd_);
+  ReleaseKey(key_);  // every region holds its key's claim
+}
+
+std::string SharedMemoryRegion::Describe() const {
+  if (absl::StartsWith(key_, kCudaIpcKeyPrefix)) {
+    return absl::StrCat("CUDA IPC memory ", key_.substr(kCudaIpcKeyPrefix.size(), 16), "...");
   }
+  return Echo(key_);
 }
 
 absl::Status SharedMemoryRegion::CheckRange(int64_t offset, int64_t n) const {
   if (offset < 0 || n < 0 || offset > byte_size_ || n > byte_size_ - offset) {
     return absl::InvalidArgumentError(absl::StrCat("bytes [", offset, ", ", offset, " + ", n,
                                                    ") are outside the region's ", byte_size_,
-                                                   " bytes (", Echo(key_), ")"));
+                                                   " bytes (", Describe(), ")"));
   }
   return absl::OkStatus();
 }
@@ -161,8 +225,12 @@ absl::Status SharedMemoryRegion::CopyToDevice(Backend& backend, int64_t offset, 
                                               DeviceBuffer& dst, Stream& stream) const {
   if (absl::Status s = CheckRange(offset, n); !s.ok()) return s;
   if (n == 0) return absl::OkStatus();
+  if (import_ != nullptr) {
+    if (absl::Status s = import_->CopyToDevice(offset, n, dst, stream); !s.ok()) return s;
+    return backend.Synchronize(stream);
+  }
   if (absl::Status s = CheckSize(); !s.ok()) return s;
-  if (direct()) {
+  if (registration_ != nullptr) {
     if (absl::Status s = backend.CopyToDeviceDirect(static_cast<const char*>(mapping_) + offset,
                                                     dst, 0, n, stream);
         !s.ok()) {
@@ -193,8 +261,12 @@ absl::Status SharedMemoryRegion::CopyFromDevice(Backend& backend, const DeviceBu
                                                 int64_t n, int64_t offset, Stream& stream) const {
   if (absl::Status s = CheckRange(offset, n); !s.ok()) return s;
   if (n == 0) return absl::OkStatus();
+  if (import_ != nullptr) {
+    if (absl::Status s = import_->CopyFromDevice(src, n, offset, stream); !s.ok()) return s;
+    return backend.Synchronize(stream);
+  }
   if (absl::Status s = CheckSize(); !s.ok()) return s;
-  if (direct()) {
+  if (registration_ != nullptr) {
     if (absl::Status s =
             backend.CopyToHostDirect(src, 0, n, static_cast<char*>(mapping_) + offset, stream);
         !s.ok()) {

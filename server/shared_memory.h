@@ -1,6 +1,7 @@
 // A POSIX shared-memory object a client on this host made and registered in
-// its session (RegisterSharedMemory; docs/shared-memory.md), and the copies
-// between it and device buffers.
+// its session (RegisterSharedMemory; docs/shared-memory.md), or device
+// memory another process on the same GPU exported through CUDA IPC, and the
+// copies between it and device buffers.
 //
 //   absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> r =
 //       SharedMemoryRegion::Open("gpuflow_3f9c...", bytes, session.id(), backend);
@@ -35,6 +36,11 @@
 
 namespace gpuflow::server {
 
+// Bytes of a cudaIpcMemHandle_t.
+inline constexpr size_t kCudaIpcHandleBytes = 64;
+// The claim key of a CUDA IPC region: this, then the handle in hex.
+inline constexpr absl::string_view kCudaIpcKeyPrefix = "cuda-ipc:";
+
 // OK when `key` names a shared-memory object gpuflow may open.
 absl::Status CheckSharedMemoryKey(absl::string_view key);
 
@@ -47,6 +53,15 @@ class SharedMemoryRegion {
                                                                   int64_t byte_size,
                                                                   const std::string& owner,
                                                                   Backend& backend);
+  // Device memory another process exported (a cudaIpcMemHandle_t's 64
+  // bytes), claimed for `owner` like a key (one session per handle) and
+  // opened once per process however many regions name it. `byte_size` may
+  // not exceed the exported allocation. FAILED_PRECONDITION when the
+  // backend cannot open it (see Backend::ImportDeviceMemory).
+  static absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> OpenCudaIpc(absl::string_view handle,
+                                                                         int64_t byte_size,
+                                                                         const std::string& owner,
+                                                                         Backend& backend);
   ~SharedMemoryRegion();
   SharedMemoryRegion(const SharedMemoryRegion&) = delete;
   SharedMemoryRegion& operator=(const SharedMemoryRegion&) = delete;
@@ -54,7 +69,11 @@ class SharedMemoryRegion {
   const std::string& key() const { return key_; }
   int64_t byte_size() const { return byte_size_; }
   // The device copies straight from and to it (no staging).
-  bool direct() const { return registration_ != nullptr; }
+  bool direct() const { return registration_ != nullptr || import_ != nullptr; }
+  // Device memory of another process (OpenCudaIpc).
+  bool cuda_ipc() const { return import_ != nullptr; }
+  // The key, or for CUDA IPC memory the start of its handle, for messages.
+  std::string Describe() const;
 
   // INVALID_ARGUMENT unless [offset, offset + n) lies inside the region.
   absl::Status CheckRange(int64_t offset, int64_t n) const;
@@ -81,6 +100,8 @@ class SharedMemoryRegion {
   // The mapping, only while the backend has it registered.
   void* mapping_ = nullptr;
   std::unique_ptr<HostRegistration> registration_;
+  // CUDA IPC memory (fd_ is then -1).
+  std::shared_ptr<const DeviceImport> import_;
 };
 
 }  // namespace gpuflow::server

@@ -18,26 +18,56 @@ absl::Status SharedMemoryOff() {
       "--allow_shared_memory to allow them (for clients on its host)");
 }
 
+absl::Status CudaIpcOff() {
+  return absl::PermissionDeniedError(
+      "CUDA IPC is off on this server; start gpuflowd with --allow_cuda_ipc to allow it (for "
+      "processes on its host and GPU)");
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* GpuFlowService::RefuseSharedMemory(grpc::CallbackServerContext* context,
                                                              RpcMethod method,
-                                                             const std::string& session_id) {
+                                                             const std::string& session_id,
+                                                             absl::Status why) {
   RpcObserver call(telemetry_, method);
   call.set_session_id(session_id);
   if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
-  return Finish(context, call, SharedMemoryOff());
+  return Finish(context, call, std::move(why));
+}
+
+bool GpuFlowService::regions_allowed() const {
+  return options_.allow_shared_memory || options_.allow_cuda_ipc;
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::RegisterSharedMemory(
     grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
     v1::SharedMemoryRegion* response) {
-  if (!options_.allow_shared_memory) {
-    return RefuseSharedMemory(context, RpcMethod::kRegisterSharedMemory, request->session_id());
+  const bool ipc = !request->cuda_ipc_handle().empty();
+  if (ipc ? !options_.allow_cuda_ipc : !options_.allow_shared_memory) {
+    return RefuseSharedMemory(context, RpcMethod::kRegisterSharedMemory, request->session_id(),
+                              ipc ? CudaIpcOff() : SharedMemoryOff());
   }
-  auto work = [this, request, response](Session& session, RunControl& /*control*/,
-                                        const CallerPermissions& /*caller*/) -> absl::Status {
+  auto work = [this, request, response, ipc](Session& session, RunControl& /*control*/,
+                                             const CallerPermissions& /*caller*/) -> absl::Status {
     if (absl::Status s = ValidateName(request->region(), "region name"); !s.ok()) return s;
+    if (ipc) {
+      if (!request->key().empty()) {
+        return absl::InvalidArgumentError(
+            "a region is a shared-memory key or a CUDA IPC handle, not both");
+      }
+      absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> region = SharedMemoryRegion::OpenCudaIpc(
+          request->cuda_ipc_handle(), request->byte_size(), session.id(), backend_);
+      if (!region.ok()) return region.status();
+      response->set_region(request->region());
+      response->set_byte_size(request->byte_size());
+      response->set_direct(true);
+      response->set_cuda_ipc(true);
+      // Device memory of another process: no host bytes of ours to count.
+      return session.AddSharedMemory(request->region(), *std::move(region), 0,
+                                     options_.max_shared_memory_regions,
+                                     options_.max_shared_memory_bytes);
+    }
     if (absl::Status s = CheckSharedMemoryKey(request->key()); !s.ok()) return s;
     if (request->byte_size() > options_.max_shared_memory_bytes) {
       return absl::ResourceExhaustedError(absl::StrCat("byte_size ", request->byte_size(),
@@ -65,7 +95,7 @@ grpc::ServerUnaryReactor* GpuFlowService::UnregisterSharedMemory(
   RpcObserver call(telemetry_, RpcMethod::kUnregisterSharedMemory);
   call.set_session_id(request->session_id());
   if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
-  if (!options_.allow_shared_memory) return Finish(context, call, SharedMemoryOff());
+  if (!regions_allowed()) return Finish(context, call, SharedMemoryOff());
   absl::StatusOr<std::shared_ptr<Session>> session =
       FindSession(request->session_id(), call.tenant().get());
   if (!session.ok()) return Finish(context, call, session.status());
@@ -76,8 +106,9 @@ grpc::ServerUnaryReactor* GpuFlowService::UnregisterSharedMemory(
 grpc::ServerUnaryReactor* GpuFlowService::UploadFromSharedMemory(
     grpc::CallbackServerContext* context, const v1::SharedMemoryUploadRequest* request,
     v1::ArrayInfo* response) {
-  if (!options_.allow_shared_memory) {
-    return RefuseSharedMemory(context, RpcMethod::kUploadFromSharedMemory, request->session_id());
+  if (!regions_allowed()) {
+    return RefuseSharedMemory(context, RpcMethod::kUploadFromSharedMemory, request->session_id(),
+                              SharedMemoryOff());
   }
   auto work = [this, request, response](Session& session, RunControl& control,
                                         const CallerPermissions& /*caller*/) -> absl::Status {
@@ -131,8 +162,9 @@ grpc::ServerUnaryReactor* GpuFlowService::UploadFromSharedMemory(
 grpc::ServerUnaryReactor* GpuFlowService::DownloadToSharedMemory(
     grpc::CallbackServerContext* context, const v1::SharedMemoryDownloadRequest* request,
     v1::ArrayInfo* response) {
-  if (!options_.allow_shared_memory) {
-    return RefuseSharedMemory(context, RpcMethod::kDownloadToSharedMemory, request->session_id());
+  if (!regions_allowed()) {
+    return RefuseSharedMemory(context, RpcMethod::kDownloadToSharedMemory, request->session_id(),
+                              SharedMemoryOff());
   }
   auto work = [this, request, response](Session& session, RunControl& /*control*/,
                                         const CallerPermissions& /*caller*/) -> absl::Status {

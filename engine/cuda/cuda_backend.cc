@@ -105,6 +105,7 @@ class CudaBackend final : public Backend {
   std::string device_description() const override { return device_->description(); }
   bool healthy() const override { return device_->healthy(); }
   int device() const override { return device_->device(); }
+  std::string device_uuid() const override { return device_->uuid(); }
   MemoryStats memory_stats() const override { return device_->memory_stats(); }
   KernelCacheStats kernel_cache_stats() const override { return loader_.stats(); }
 
@@ -146,6 +147,11 @@ class CudaBackend final : public Backend {
                                 Stream& stream) override {
     return device_->CopyToHostDirect(static_cast<const CudaBuffer&>(src), offset, n, dst,
                                      static_cast<CudaStream&>(stream));
+  }
+
+  absl::StatusOr<std::unique_ptr<DeviceImport>> ImportDeviceMemory(
+      absl::string_view handle) override {
+    return device_->ImportIpc(handle);
   }
 
   absl::StatusOr<RunResult> Run(const ValidatedGraph& graph, const Plan& plan,

@@ -1,9 +1,12 @@
 #include "engine/cuda/device_runtime.h"
 
+#include <cuda.h>  // CUdeviceptr, CUresult: cuMemGetAddressRange's types
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/launch_log.h"
@@ -84,6 +87,16 @@ absl::StatusOr<std::unique_ptr<DeviceRuntime>> DeviceRuntime::Create(
     }
   }
   return std::make_unique<DeviceRuntime>(options.device, props, pool);
+}
+
+std::string DeviceRuntime::uuid() const {
+  const auto* b = reinterpret_cast<const unsigned char*>(props_.uuid.bytes);
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    absl::StrAppend(&out, absl::Hex(b[i], absl::kZeroPad2));
+  }
+  return out;
 }
 
 std::string DeviceRuntime::description() const {
@@ -360,6 +373,122 @@ absl::StatusOr<StagingBuffer*> DeviceRuntime::NextStagingBuffer(StagingRing& rin
     return s;
   }
   return &b;
+}
+
+}  // namespace gpuflow::cuda
+
+namespace gpuflow::cuda {
+namespace {
+
+// Another process's allocation, mapped by cudaIpcOpenMemHandle.
+class IpcImport final : public DeviceImport {
+ public:
+  IpcImport(DeviceRuntime& device, void* base, int64_t bytes)
+      : device_(device), base_(base), bytes_(bytes) {}
+  ~IpcImport() override {
+    cudaSetDevice(device_.device());
+    cudaIpcCloseMemHandle(base_);
+    cudaGetLastError();  // nothing to report it to
+  }
+  IpcImport(const IpcImport&) = delete;
+  IpcImport& operator=(const IpcImport&) = delete;
+
+  int64_t byte_size() const override { return bytes_; }
+  absl::Status CopyToDevice(int64_t offset, int64_t n, DeviceBuffer& dst,
+                            Stream& stream) const override {
+    return device_.CopyDeviceToDevice(static_cast<CudaBuffer&>(dst).data(),
+                                      static_cast<const char*>(base_) + offset, n,
+                                      static_cast<CudaStream&>(stream));
+  }
+  absl::Status CopyFromDevice(const DeviceBuffer& src, int64_t n, int64_t offset,
+                              Stream& stream) const override {
+    return device_.CopyDeviceToDevice(static_cast<char*>(base_) + offset,
+                                      static_cast<const CudaBuffer&>(src).data(), n,
+                                      static_cast<CudaStream&>(stream));
+  }
+
+ private:
+  DeviceRuntime& device_;
+  void* const base_;
+  const int64_t bytes_;
+};
+
+// cuMemGetAddressRange through the runtime's driver entry points (gpuflowd
+// does not link libcuda itself): the base and size of the allocation
+// holding `ptr`.
+absl::Status AllocationRange(const void* ptr, CUdeviceptr& base, size_t& size) {
+  using GetRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault,
+                                       &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || fn == nullptr) {
+    cudaGetLastError();
+    return absl::InternalError("the CUDA driver has no cuMemGetAddressRange");
+  }
+  const CUresult r =
+      reinterpret_cast<GetRange>(fn)(&base, &size, reinterpret_cast<CUdeviceptr>(ptr));
+  if (r != CUDA_SUCCESS) {
+    return absl::InternalError(absl::StrCat("cuMemGetAddressRange failed (CUresult ", r, ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status DeviceRuntime::CopyDeviceToDevice(void* dst, const void* src, int64_t n,
+                                               CudaStream& stream) {
+  if (n <= 0) return absl::OkStatus();
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  return Check(
+      cudaMemcpyAsync(dst, src, static_cast<size_t>(n), cudaMemcpyDeviceToDevice, stream.get()),
+      "cudaMemcpyAsync (device to device)");
+}
+
+absl::StatusOr<std::unique_ptr<DeviceImport>> DeviceRuntime::ImportIpc(absl::string_view handle) {
+  cudaIpcMemHandle_t h{};
+  if (handle.size() != sizeof(h)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a CUDA IPC memory handle has ", sizeof(h), " bytes, got ", handle.size()));
+  }
+  std::memcpy(&h, handle.data(), sizeof(h));
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  void* base = nullptr;
+  if (const cudaError_t e = cudaIpcOpenMemHandle(&base, h, cudaIpcMemLazyEnablePeerAccess);
+      e != cudaSuccess) {
+    if (IsStickyCudaError(e)) return Check(e, "cudaIpcOpenMemHandle");
+    cudaGetLastError();  // not sticky: clear it
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot open the CUDA IPC handle (", cudaGetErrorString(e),
+        "): it must be cudaIpcGetMemHandle's of memory a live process on this host allocated "
+        "with cudaMalloc on this server's GPU (",
+        uuid(), ")"));
+  }
+  // Closed again unless it is handed over below.
+  absl::Cleanup close = [base] {
+    cudaIpcCloseMemHandle(base);
+    cudaGetLastError();
+  };
+  cudaPointerAttributes attributes{};
+  if (const cudaError_t e = cudaPointerGetAttributes(&attributes, base); e != cudaSuccess) {
+    cudaGetLastError();
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot inspect the CUDA IPC memory: ", cudaGetErrorString(e)));
+  }
+  if (attributes.device != device_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the CUDA IPC handle is memory of device ", attributes.device,
+                     ", not of this server's (", device_, ", ", uuid(),
+                     "): copy it to the server's GPU first, or use a server on that GPU"));
+  }
+  CUdeviceptr range_base = 0;
+  size_t size = 0;
+  if (absl::Status s = AllocationRange(base, range_base, size); !s.ok()) return s;
+  if (range_base != reinterpret_cast<CUdeviceptr>(base)) {
+    return absl::FailedPreconditionError("the CUDA IPC handle does not map an allocation's base");
+  }
+  std::move(close).Cancel();
+  return std::make_unique<IpcImport>(*this, base, static_cast<int64_t>(size));
 }
 
 }  // namespace gpuflow::cuda

@@ -171,6 +171,13 @@ class DeviceRuntime {
                                   CudaStream& stream);
   absl::Status CopyToHostDirect(const CudaBuffer& src, int64_t offset, int64_t n, void* dst,
                                 CudaStream& stream);
+  // One cudaMemcpyAsync of n bytes between device addresses, on `stream`.
+  absl::Status CopyDeviceToDevice(void* dst, const void* src, int64_t n, CudaStream& stream);
+  // Opens another process's cudaIpcMemHandle_t (64 bytes) of memory on
+  // this device (Backend::ImportDeviceMemory).
+  absl::StatusOr<std::unique_ptr<DeviceImport>> ImportIpc(absl::string_view handle);
+  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi names it.
+  std::string uuid() const;
 
   // Launches a generated kernel, whose one parameter is the array of
   // 64-bit `words`, on `stream` (and writes it to the launch log).

@@ -138,5 +138,19 @@ TEST_F(SharedMemoryTest, AShrunkObjectFailsTheCopy) {
   EXPECT_THAT((*region)->CopyFromDevice(*backend_, *buffer, 100, 0, *stream_), IsOk());
 }
 
+TEST_F(SharedMemoryTest, CudaIpcHandlesAreCheckedAndNeedADevice) {
+  const std::string handle(kCudaIpcHandleBytes, '\x07');
+  EXPECT_THAT(SharedMemoryRegion::OpenCudaIpc("short", 16, "a", *backend_).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("64 bytes")));
+  EXPECT_THAT(SharedMemoryRegion::OpenCudaIpc(handle, 0, "a", *backend_).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("byte_size")));
+  // The CPU backend has no device memory; the failed open gives its claim
+  // back, so another session is told the same, not PERMISSION_DENIED.
+  EXPECT_THAT(SharedMemoryRegion::OpenCudaIpc(handle, 16, "a", *backend_).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no device memory")));
+  EXPECT_THAT(SharedMemoryRegion::OpenCudaIpc(handle, 16, "b", *backend_).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no device memory")));
+}
+
 }  // namespace
 }  // namespace gpuflow::server

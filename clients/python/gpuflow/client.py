@@ -59,6 +59,10 @@ def _rpc(method, request, **kwargs):
         raise from_rpc_error(err) from None
 
 
+def _dtype_name(dtype):
+    return "bfloat16" if isinstance(dtype, str) and dtype == "bfloat16" else np.dtype(dtype).name
+
+
 # The name prefix of the client's threads for asynchronous work.
 _ASYNC_THREAD = "gpuflow-async"
 
@@ -470,6 +474,7 @@ class Session:
         self._prepared = None  # gpuflow._prepared.Cache, made on first use
         self._shm_stage = None  # gpuflow._shm.Stage, made on first use
         self._shm_lock = threading.Lock()
+        self._ipc = None  # (allow_cuda_ipc, device_uuid) of the session's worker
         # Futures of this session's asynchronous calls not yet done: close()
         # waits for them.
         self._pending = set()
@@ -519,12 +524,13 @@ class Session:
         return stage
 
     def _use_shm(self, transport, nbytes):
-        """Whether a transfer of ``nbytes`` (None: not known) goes through
-        shared memory."""
-        if transport == "grpc":
+        """Whether a transfer of ``nbytes`` (None: not known) of host memory
+        goes through shared memory."""
+        if transport in ("grpc", "cuda_ipc"):
             return False
         if transport not in ("shm", "auto"):
-            raise ValueError(f"transport must be 'grpc', 'shm' or 'auto', got {transport!r}")
+            raise ValueError("transport must be 'auto', 'grpc', 'shm' or 'cuda_ipc', "
+                             f"got {transport!r}")
         if transport == "auto" and (nbytes == 0 or not self._client.limits.allow_shared_memory):
             return False
         self._check_open()
@@ -545,6 +551,117 @@ class Session:
         through (see gpuflow._shm), or None: the server does not allow it,
         or it does not work from here."""
         return self._stage() if self._use_shm("auto", None) else None
+
+    # -- CUDA IPC (docs/shared-memory.md, "CUDA IPC") -------------------------
+
+    def _ipc_server(self):
+        """(allowed, the GPU's UUID) of the worker holding this session."""
+        if self._ipc is None:
+            info = _rpc(self._stub.GetServerInfo, service_pb2.GetServerInfoRequest())
+            self._ipc = (info.limits.allow_cuda_ipc, info.device_uuid)
+        return self._ipc
+
+    def _use_ipc(self, transport, device):
+        """Whether a transfer to or from the CUDA array ``device`` (a
+        gpuflow._cuda_ipc.DeviceArray) goes by CUDA IPC; for
+        ``transport="cuda_ipc"`` an error says why it cannot."""
+        if transport not in ("auto", "cuda_ipc"):
+            if transport not in ("grpc", "shm"):
+                raise ValueError("transport must be 'auto', 'grpc', 'shm' or 'cuda_ipc', "
+                                 f"got {transport!r}")
+            return False
+        from gpuflow import _cuda_ipc
+        from gpuflow.errors import FailedPreconditionError, PermissionDeniedError
+
+        self._check_open()
+        allowed, server_uuid = self._ipc_server()
+        if not allowed:
+            if transport == "auto":
+                return False
+            raise PermissionDeniedError("CUDA IPC is off on this server (gpuflowd --allow_cuda_ipc)")
+        try:
+            if device.device is None:
+                raise _cuda_ipc.IpcUnavailable("the array's device is unknown (no CUDA driver "
+                                               "here, or an empty array)")
+            mine = _cuda_ipc.device_uuid(device.device)
+        except _cuda_ipc.IpcUnavailable as err:
+            if transport == "auto":
+                return False
+            raise Error(f"CUDA IPC does not work from here: {err}") from None
+        if mine != server_uuid:
+            if transport == "auto":
+                return False
+            raise FailedPreconditionError(
+                f"the array is on {mine}, the server's GPU is {server_uuid or 'none'}: CUDA IPC "
+                "needs both on the same GPU")
+        return True
+
+    def register_cuda_memory(self, region, array):
+        """Registers the device allocation holding ``array`` (a CUDA torch
+        tensor, a CuPy array or any C-contiguous object with
+        ``__cuda_array_interface__``, on the server's GPU) as ``region``,
+        through CUDA IPC: the server must run with ``--allow_cuda_ipc``.
+        Returns the byte offset of ``array``'s data in the region, what
+        :meth:`upload_from_shared_memory` and :meth:`download_to_shared_memory`
+        take. The allocation must stay alive until the region is
+        unregistered or the session ends, and its producer's writes must be
+        complete before a call reads it."""
+        from gpuflow import _cuda_ipc
+
+        device = _cuda_ipc.device_array(array, contiguous_copy=False)
+        if device is None:
+            raise TypeError(f"{type(array).__name__} is not CUDA device memory")
+        try:
+            handle, size, offset = _cuda_ipc.export(device)
+        except _cuda_ipc.IpcUnavailable as err:
+            raise Error(f"cannot share this array by CUDA IPC: {err}") from None
+        _rpc(self._stub.RegisterSharedMemory, service_pb2.RegisterSharedMemoryRequest(
+            session_id=self.id, region=region, byte_size=size, cuda_ipc_handle=handle))
+        return offset
+
+    def _ipc_transfer(self, device, call):
+        """Runs ``call(region, offset)`` with ``device``'s allocation
+        registered under a temporary region name, unregistered after."""
+        region = f"_ipc.{next(self._temp_ids)}"
+        offset = self.register_cuda_memory(region, device.owner)
+        try:
+            return call(region, offset)
+        finally:
+            try:
+                self.unregister_shared_memory(region)
+            except Error:
+                pass  # the session is gone, and the region with it
+
+    def _upload_device(self, device, name):
+        """Uploads the CUDA array ``device`` by CUDA IPC as ``name``."""
+        from gpuflow import _cuda_ipc
+
+        _cuda_ipc.synchronize(device.device)  # the producer's writes are in memory
+        return self._ipc_transfer(device, lambda region, offset: self.upload_from_shared_memory(
+            name, region, offset, device.dtype, device.shape))
+
+    def download_into(self, name, out, *, transport="auto"):
+        """Writes the array ``name`` into ``out``, a C-contiguous CUDA array
+        (torch tensor, CuPy array) of its size: by CUDA IPC, device to
+        device, when the server allows it and drives ``out``'s GPU
+        (``transport="auto"``; ``"cuda_ipc"`` insists), else through host
+        memory. Returns ``out``."""
+        from gpuflow import _cuda_ipc
+
+        device = _cuda_ipc.device_array(out, contiguous_copy=False)
+        if device is None:
+            raise TypeError(f"download_into takes a CUDA array, got {type(out).__name__}")
+        if self._use_ipc(transport, device):
+            info = self._ipc_transfer(device, lambda region, offset: self.download_to_shared_memory(
+                name, region, offset))
+            if info.nbytes != device.nbytes:
+                raise ValueError(f"array {name!r} has {info.nbytes} bytes, out has {device.nbytes}")
+            return out
+        host = self.download(name, transport="auto" if transport == "cuda_ipc" else transport)
+        if host.nbytes != device.nbytes:
+            raise ValueError(f"array {name!r} has {host.nbytes} bytes, out has {device.nbytes}")
+        _cuda_ipc.copy_from_host(device, np.ascontiguousarray(host))
+        return out
 
     def register_shared_memory(self, region, key, byte_size):
         """Registers the shared-memory object ``key`` (a name given to
@@ -616,6 +733,21 @@ class Session:
         (through shared memory: the server must allow it and run on this
         host; :class:`gpuflow.Error` otherwise) or ``"auto"`` (shared memory
         when that works, else gRPC). See docs/shared-memory.md."""
+        from gpuflow import _cuda_ipc
+
+        device = _cuda_ipc.device_array(array)
+        if device is not None:
+            same_dtype = dtype is None or _dtype_name(dtype) == device.dtype
+            if same_dtype and self._use_ipc(transport, device):
+                return self._upload_device(device, name)
+            from gpuflow.remote_array import host_array
+
+            array, host_dtype = host_array(array)  # through host memory
+            if dtype is None and host_dtype == "bfloat16":
+                dtype = "bfloat16"
+            transport = "auto" if transport == "cuda_ipc" else transport
+        elif transport == "cuda_ipc":
+            raise TypeError(f"transport='cuda_ipc' takes a CUDA array, got {type(array).__name__}")
         array = np.asarray(array)
         name_ = dtype if dtype is not None else array.dtype.name
         if name_ == "bfloat16" and array.dtype != np.uint16:

@@ -1053,6 +1053,12 @@ def asarray(obj, dtype=None, session=None):
         # float64 first, 2**64 - 1 would not survive into uint64.
         host = np.asarray(obj, dtype=dtype_name(dtype))
         return RemoteArray(session, _upload_temp(session, host, host.dtype.name))
+    from gpuflow import _cuda_ipc
+
+    device = _cuda_ipc.device_array(obj)
+    if (device is not None and (dtype is None or dtype_name(dtype) == device.dtype)
+            and session._use_ipc("auto", device)):
+        return RemoteArray(session, _upload_temp(session, obj, device.dtype))  # device to device
     host, name = host_array(obj)
     if dtype is not None:
         target = dtype_name(dtype)
@@ -1082,14 +1088,48 @@ def to_numpy(x):
     return host_array(x)[0]
 
 
+def _to_torch_by_ipc(x, device, torch):
+    """``x`` evaluated straight into a new CUDA tensor on ``device`` by CUDA
+    IPC (device to device), or None when that cannot be done (the caller then
+    goes through host memory)."""
+    from gpuflow import _cuda_ipc
+
+    dtype = getattr(torch, x._expr.dtype, None)
+    if not isinstance(dtype, torch.dtype):
+        return None
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    out = torch.empty(x.shape, dtype=dtype, device=torch.device("cuda", index))
+    session = x.session
+    if out.numel() == 0 or not session._use_ipc("auto", _cuda_ipc.device_array(out)):
+        return None
+    e = x._expr
+    if e.op is None:  # a session array: written as it is
+        session.download_into(e.array_name, out, transport="cuda_ipc")
+        return out
+    temp = session._new_temp_name()
+    _execute(session, [e], [temp])
+    try:
+        session.download_into(temp, out, transport="cuda_ipc")
+    finally:
+        session.delete(temp)
+    return out
+
+
 def to_torch(x, device=None):
     """A torch tensor holding ``x`` (a RemoteArray, evaluated, or any
     array-like), on ``device`` when given (e.g. "cuda"). bfloat16 arrays
-    become torch.bfloat16. Needs PyTorch; the rest of gpuflow does not."""
+    become torch.bfloat16. For a RemoteArray and a CUDA ``device`` that is
+    the server's GPU, with ``--allow_cuda_ipc``, the result is written
+    straight into the new tensor by CUDA IPC, never through host memory.
+    Needs PyTorch; the rest of gpuflow does not."""
     try:
         import torch
     except ImportError:
         raise ImportError("gpuflow.to_torch needs PyTorch, which is not installed") from None
+    if isinstance(x, RemoteArray) and device is not None and torch.device(device).type == "cuda":
+        tensor = _to_torch_by_ipc(x, torch.device(device), torch)
+        if tensor is not None:
+            return tensor
     if isinstance(x, RemoteArray):
         host, name = x.get(), x._expr.dtype
     else:
