@@ -147,18 +147,21 @@ absl::StatusOr<Session> Client::CreateSession(const SessionOptions& options) con
   }
   GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::SessionInfo info,
                                   worker->Call(&v1::GpuFlow::Stub::CreateSession, request));
-  return Session(std::move(worker), info.session_id());
+  return Session(std::make_shared<internal::SessionRoute>(std::move(worker), pool_),
+                 info.session_id());
 }
 
 Session Client::OpenSession(std::string session_id) const {
-  return Session(connection_, std::move(session_id));
+  return Session(std::make_shared<internal::SessionRoute>(connection_, pool_),
+                 std::move(session_id));
 }
 
 absl::StatusOr<Session> Client::LocateSession(std::string session_id) const {
   if (pool_ == nullptr) return OpenSession(std::move(session_id));
   GPUFLOW_CLIENT_ASSIGN_OR_RETURN(std::shared_ptr<internal::Connection> holder,
                                   pool_->Locate(session_id));
-  return Session(std::move(holder), std::move(session_id));
+  return Session(std::make_shared<internal::SessionRoute>(std::move(holder), pool_),
+                 std::move(session_id));
 }
 
 v1::GpuFlow::Stub& Client::stub() const { return *connection_->stub; }
@@ -173,46 +176,59 @@ const std::string& Client::target() const {
 
 // ---------------------------------------------------------------- Session
 
-const std::string& Session::endpoint() const { return connection_->target; }
+std::string Session::endpoint() const { return route_->Current()->target; }
 
 absl::StatusOr<v1::ArrayInfo> Session::Upload(absl::string_view name, const Array& array) const {
   if (absl::Status status = array.Validate(); !status.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot upload '", name, "': ", status.message()));
   }
-  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(const int64_t chunk_bytes, connection_->ChunkBytes());
-
-  v1::ArrayInfo info;
-  std::unique_ptr<grpc::ClientContext> context = connection_->NewContext();
-  std::unique_ptr<grpc::ClientWriter<v1::UploadArrayRequest>> writer =
-      connection_->stub->UploadArray(context.get(), &info);
-  v1::UploadArrayRequest message;
-  v1::UploadHeader* header = message.mutable_header();
-  header->set_session_id(id_);
-  header->set_name(std::string(name));
-  header->set_dtype(array.dtype);
-  header->mutable_shape()->Add(array.shape.begin(), array.shape.end());
-  // A failed Write means the server ended the call: Finish says why.
-  bool open = writer->Write(message);
-  const absl::string_view data = array.data;
-  for (size_t offset = 0; open && offset < data.size(); offset += chunk_bytes) {
-    message.set_chunk(std::string(data.substr(offset, chunk_bytes)));
-    open = writer->Write(message);
+  std::shared_ptr<internal::Connection> connection = route_->Current();
+  for (int attempt = 0;; ++attempt) {
+    GPUFLOW_CLIENT_ASSIGN_OR_RETURN(const int64_t chunk_bytes, connection->ChunkBytes());
+    v1::ArrayInfo info;
+    std::unique_ptr<grpc::ClientContext> context = connection->NewContext();
+    std::unique_ptr<grpc::ClientWriter<v1::UploadArrayRequest>> writer =
+        connection->stub->UploadArray(context.get(), &info);
+    v1::UploadArrayRequest message;
+    v1::UploadHeader* header = message.mutable_header();
+    header->set_session_id(id_);
+    header->set_name(std::string(name));
+    header->set_dtype(array.dtype);
+    header->mutable_shape()->Add(array.shape.begin(), array.shape.end());
+    // A failed Write means the server ended the call: Finish says why.
+    bool open = writer->Write(message);
+    const absl::string_view data = array.data;
+    for (size_t offset = 0; open && offset < data.size(); offset += chunk_bytes) {
+      message.set_chunk(std::string(data.substr(offset, chunk_bytes)));
+      open = writer->Write(message);
+    }
+    if (open) writer->WritesDone();
+    const grpc::Status status = writer->Finish();
+    if (status.ok()) return info;
+    // The array is still here: an upload redirected to the owner starts over.
+    const std::string endpoint = internal::RedirectEndpoint(*context, status);
+    if (attempt > 0 || endpoint.empty()) return FromGrpcStatus(status);
+    absl::StatusOr<std::shared_ptr<internal::Connection>> owner =
+        route_->MoveTo(connection, endpoint);
+    if (!owner.ok()) return FromGrpcStatus(status);
+    connection = *std::move(owner);
   }
-  if (open) writer->WritesDone();
-  GPUFLOW_CLIENT_RETURN_IF_ERROR(FromGrpcStatus(writer->Finish()));
-  return info;
 }
 
-absl::StatusOr<Array> Session::Download(absl::string_view name) const {
-  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(const int64_t chunk_bytes, connection_->ChunkBytes());
+namespace {
+
+// One DownloadArray call of `name` on `connection`; `context` is the call's.
+absl::StatusOr<Array> DownloadOnce(internal::Connection& connection, const std::string& session_id,
+                                   absl::string_view name, grpc::ClientContext& context,
+                                   grpc::Status& status) {
+  GPUFLOW_CLIENT_ASSIGN_OR_RETURN(const int64_t chunk_bytes, connection.ChunkBytes());
   v1::DownloadArrayRequest request;
-  request.set_session_id(id_);
+  request.set_session_id(session_id);
   request.set_name(std::string(name));
   request.set_chunk_bytes(chunk_bytes);
-  std::unique_ptr<grpc::ClientContext> context = connection_->NewContext();
   std::unique_ptr<grpc::ClientReader<v1::DownloadArrayResponse>> reader =
-      connection_->stub->DownloadArray(context.get(), request);
+      connection.stub->DownloadArray(&context, request);
 
   Array array;
   std::optional<v1::ArrayInfo> header;
@@ -240,30 +256,48 @@ absl::StatusOr<Array> Session::Download(absl::string_view name) const {
       array.data += message.chunk();
     }
   }
-  GPUFLOW_CLIENT_RETURN_IF_ERROR(FromGrpcStatus(reader->Finish()));
+  status = reader->Finish();
+  GPUFLOW_CLIENT_RETURN_IF_ERROR(FromGrpcStatus(status));
   GPUFLOW_CLIENT_RETURN_IF_ERROR(stream_error);
   if (!header.has_value() || static_cast<int64_t>(array.data.size()) != header->num_bytes()) {
     return absl::DataLossError(absl::StrCat(
         "download of '", name, "' ended after ", array.data.size(), " bytes of ",
         header.has_value() ? absl::StrCat(header->num_bytes()) : std::string("an unknown count")));
   }
-  if (absl::Status status = array.Validate(); !status.ok()) {
-    return absl::DataLossError(absl::StrCat("download of '", name, "': ", status.message()));
+  if (absl::Status valid = array.Validate(); !valid.ok()) {
+    return absl::DataLossError(absl::StrCat("download of '", name, "': ", valid.message()));
   }
   return array;
+}
+
+}  // namespace
+
+absl::StatusOr<Array> Session::Download(absl::string_view name) const {
+  std::shared_ptr<internal::Connection> connection = route_->Current();
+  for (int attempt = 0;; ++attempt) {
+    std::unique_ptr<grpc::ClientContext> context = connection->NewContext();
+    grpc::Status status;
+    absl::StatusOr<Array> array = DownloadOnce(*connection, id_, name, *context, status);
+    const std::string endpoint = internal::RedirectEndpoint(*context, status);
+    if (array.ok() || attempt > 0 || endpoint.empty()) return array;
+    absl::StatusOr<std::shared_ptr<internal::Connection>> owner =
+        route_->MoveTo(connection, endpoint);
+    if (!owner.ok()) return array;
+    connection = *std::move(owner);
+  }
 }
 
 absl::StatusOr<v1::ListArraysResponse> Session::List() const {
   v1::ListArraysRequest request;
   request.set_session_id(id_);
-  return connection_->Call(&v1::GpuFlow::Stub::ListArrays, request);
+  return route_->Call(&v1::GpuFlow::Stub::ListArrays, request);
 }
 
 absl::StatusOr<v1::ArrayInfo> Session::Info(absl::string_view name) const {
   v1::GetArrayInfoRequest request;
   request.set_session_id(id_);
   request.set_name(std::string(name));
-  return connection_->Call(&v1::GpuFlow::Stub::GetArrayInfo, request);
+  return route_->Call(&v1::GpuFlow::Stub::GetArrayInfo, request);
 }
 
 absl::StatusOr<int64_t> Session::Delete(absl::string_view name) const {
@@ -271,13 +305,13 @@ absl::StatusOr<int64_t> Session::Delete(absl::string_view name) const {
   request.set_session_id(id_);
   request.set_name(std::string(name));
   GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::DeleteArrayResponse response,
-                                  connection_->Call(&v1::GpuFlow::Stub::DeleteArray, request));
+                                  route_->Call(&v1::GpuFlow::Stub::DeleteArray, request));
   return response.freed_bytes();
 }
 
 absl::StatusOr<v1::ExecuteResponse> Session::Execute(v1::ExecuteRequest request) const {
   request.set_session_id(id_);
-  return connection_->Call(&v1::GpuFlow::Stub::Execute, request);
+  return route_->Call(&v1::GpuFlow::Stub::Execute, request);
 }
 
 std::future<absl::StatusOr<v1::ExecuteResponse>> Session::ExecuteAsync(
@@ -293,13 +327,14 @@ std::future<absl::StatusOr<v1::ExecuteResponse>> Session::ExecuteAsync(
     std::promise<absl::StatusOr<v1::ExecuteResponse>> promise;
   };
   request.set_session_id(id_);
-  auto call = std::make_shared<Call>(Call{.connection = connection_.get(),
-                                          .context = connection_->NewContext(),
+  const std::shared_ptr<internal::Connection> connection = route_->Current();
+  auto call = std::make_shared<Call>(Call{.connection = connection.get(),
+                                          .context = connection->NewContext(),
                                           .request = std::move(request),
                                           .response = {},
                                           .promise = {}});
   std::future<absl::StatusOr<v1::ExecuteResponse>> future = call->promise.get_future();
-  connection_->BeginCall();
+  connection->BeginCall();
   auto done = [call](grpc::Status status) {
     // The context holds a reference to the channel, and the channel must
     // not be destroyed on this thread: let it go while the connection lives.
@@ -312,19 +347,19 @@ std::future<absl::StatusOr<v1::ExecuteResponse>> Session::ExecuteAsync(
     // Last: the connection may be destroyed from here on.
     call->connection->EndCall();
   };
-  connection_->stub->async()->Execute(call->context.get(), &call->request, &call->response,
-                                      std::move(done));
+  connection->stub->async()->Execute(call->context.get(), &call->request, &call->response,
+                                     std::move(done));
   return future;
 }
 
 absl::StatusOr<v1::BenchmarkResponse> Session::Benchmark(v1::BenchmarkRequest request) const {
   request.set_session_id(id_);
-  return connection_->Call(&v1::GpuFlow::Stub::Benchmark, request);
+  return route_->Call(&v1::GpuFlow::Stub::Benchmark, request);
 }
 
 absl::StatusOr<v1::PreparedGraphInfo> Session::PrepareGraph(v1::PrepareGraphRequest request) const {
   request.set_session_id(id_);
-  return connection_->Call(&v1::GpuFlow::Stub::PrepareGraph, request);
+  return route_->Call(&v1::GpuFlow::Stub::PrepareGraph, request);
 }
 
 absl::StatusOr<int64_t> Session::ReleaseGraph(uint64_t handle) const {
@@ -332,7 +367,7 @@ absl::StatusOr<int64_t> Session::ReleaseGraph(uint64_t handle) const {
   request.set_session_id(id_);
   request.set_handle(handle);
   GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::ReleaseGraphResponse response,
-                                  connection_->Call(&v1::GpuFlow::Stub::ReleaseGraph, request));
+                                  route_->Call(&v1::GpuFlow::Stub::ReleaseGraph, request));
   return response.freed_bytes();
 }
 
@@ -344,14 +379,14 @@ absl::StatusOr<v1::SharedMemoryRegion> Session::RegisterSharedMemory(absl::strin
   request.set_region(std::string(region));
   request.set_key(std::string(key));
   request.set_byte_size(byte_size);
-  return connection_->Call(&v1::GpuFlow::Stub::RegisterSharedMemory, request);
+  return route_->Call(&v1::GpuFlow::Stub::RegisterSharedMemory, request);
 }
 
 absl::Status Session::UnregisterSharedMemory(absl::string_view region) const {
   v1::UnregisterSharedMemoryRequest request;
   request.set_session_id(id_);
   request.set_region(std::string(region));
-  return connection_->Call(&v1::GpuFlow::Stub::UnregisterSharedMemory, request).status();
+  return route_->Call(&v1::GpuFlow::Stub::UnregisterSharedMemory, request).status();
 }
 
 absl::StatusOr<v1::ArrayInfo> Session::UploadFromSharedMemory(absl::string_view name,
@@ -366,7 +401,7 @@ absl::StatusOr<v1::ArrayInfo> Session::UploadFromSharedMemory(absl::string_view 
   request.mutable_shape()->Assign(shape.begin(), shape.end());
   request.set_region(std::string(region));
   request.set_offset(offset);
-  return connection_->Call(&v1::GpuFlow::Stub::UploadFromSharedMemory, request);
+  return route_->Call(&v1::GpuFlow::Stub::UploadFromSharedMemory, request);
 }
 
 absl::StatusOr<v1::ArrayInfo> Session::DownloadToSharedMemory(absl::string_view name,
@@ -377,20 +412,20 @@ absl::StatusOr<v1::ArrayInfo> Session::DownloadToSharedMemory(absl::string_view 
   request.set_name(std::string(name));
   request.set_region(std::string(region));
   request.set_offset(offset);
-  return connection_->Call(&v1::GpuFlow::Stub::DownloadToSharedMemory, request);
+  return route_->Call(&v1::GpuFlow::Stub::DownloadToSharedMemory, request);
 }
 
 absl::StatusOr<v1::SessionInfo> Session::KeepAlive() const {
   v1::KeepAliveRequest request;
   request.set_session_id(id_);
-  return connection_->Call(&v1::GpuFlow::Stub::KeepAlive, request);
+  return route_->Call(&v1::GpuFlow::Stub::KeepAlive, request);
 }
 
 absl::StatusOr<int64_t> Session::Close() const {
   v1::CloseSessionRequest request;
   request.set_session_id(id_);
   GPUFLOW_CLIENT_ASSIGN_OR_RETURN(v1::CloseSessionResponse response,
-                                  connection_->Call(&v1::GpuFlow::Stub::CloseSession, request));
+                                  route_->Call(&v1::GpuFlow::Stub::CloseSession, request));
   return response.freed_bytes();
 }
 

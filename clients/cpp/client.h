@@ -102,6 +102,7 @@ class Session;
 
 namespace internal {
 struct Connection;
+class SessionRoute;
 class WorkerPool;
 }  // namespace internal
 
@@ -175,8 +176,17 @@ class Session {
  public:
   // 32 lowercase hex digits.
   const std::string& id() const { return id_; }
-  // The target of the server (a pool's worker) that holds it.
-  const std::string& endpoint() const;
+  // The target of the server (a pool's worker) that holds it: where its
+  // calls go.
+  //
+  // Owner redirects: a call answered FAILED_PRECONDITION with the session's
+  // owner in the trailing metadata `gpuflow-session-endpoint` (what a
+  // gateway may send; gpuflowd itself never does, docs/scale-out.md) is
+  // sent once more, to that endpoint, and every later call of the session
+  // (from any handle) goes there too. Followed once per call, by every call
+  // but ExecuteAsync, whose future holds the FAILED_PRECONDITION as it came
+  // (the next other call follows it).
+  std::string endpoint() const;
 
   // Uploads `array` under `name`, replacing an array of that name once the
   // upload completes. The data goes in chunks of the server's
@@ -241,10 +251,10 @@ class Session {
 
  private:
   friend class Client;
-  Session(std::shared_ptr<internal::Connection> connection, std::string id)
-      : connection_(std::move(connection)), id_(std::move(id)) {}
+  Session(std::shared_ptr<internal::SessionRoute> route, std::string id)
+      : route_(std::move(route)), id_(std::move(id)) {}
 
-  std::shared_ptr<internal::Connection> connection_;
+  std::shared_ptr<internal::SessionRoute> route_;
   std::string id_;
 };
 

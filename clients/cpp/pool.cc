@@ -191,4 +191,32 @@ absl::StatusOr<std::shared_ptr<Connection>> WorkerPool::Locate(const std::string
   return absl::NotFoundError(absl::StrCat("no worker of ", target_, " holds session '", id, "'"));
 }
 
+std::string RedirectEndpoint(const grpc::ClientContext& context, const grpc::Status& status) {
+  if (status.error_code() != grpc::StatusCode::FAILED_PRECONDITION) return "";
+  const auto& trailing = context.GetServerTrailingMetadata();
+  const auto found = trailing.find(kSessionEndpointKey);
+  if (found == trailing.end()) return "";
+  return std::string(
+      absl::StripAsciiWhitespace(absl::string_view(found->second.data(), found->second.size())));
+}
+
+absl::StatusOr<std::shared_ptr<Connection>> SessionRoute::MoveTo(
+    const std::shared_ptr<Connection>& from, const std::string& endpoint) {
+  if (endpoint == from->target) {
+    return absl::FailedPreconditionError(absl::StrCat("redirected to itself: ", endpoint));
+  }
+  std::shared_ptr<Connection> owner;
+  if (pool_ != nullptr) {
+    GPUFLOW_CLIENT_ASSIGN_OR_RETURN(owner, pool_->ConnectionTo(endpoint));
+  } else {
+    GPUFLOW_CLIENT_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                                    OpenChannel(endpoint, from->options, /*wait=*/false));
+    owner = Connection::On(std::move(channel), from->options, endpoint);
+  }
+  absl::MutexLock lock(&mutex_);
+  // Another call of the session may have moved it already: keep that.
+  if (connection_ == from) connection_ = owner;
+  return owner;
+}
+
 }  // namespace gpuflow::client::internal

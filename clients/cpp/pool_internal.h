@@ -87,6 +87,59 @@ class WorkerPool {
   std::atomic<uint64_t> turn_{0};
 };
 
+// The trailing-metadata key of an owner redirect: a FAILED_PRECONDITION
+// answer to a call of a session that the worker does not hold, naming the
+// session's owner ("host:port"). gpuflowd never sends one (a worker knows
+// only its own sessions, docs/scale-out.md); a gateway of your own may.
+inline constexpr char kSessionEndpointKey[] = "gpuflow-session-endpoint";
+
+// The endpoint an answer redirects to, or "" when it is no redirect.
+std::string RedirectEndpoint(const grpc::ClientContext& context, const grpc::Status& status);
+
+// Where one session's calls go, shared by its handles. Thread-safe.
+class SessionRoute {
+ public:
+  SessionRoute(std::shared_ptr<Connection> connection, std::shared_ptr<WorkerPool> pool)
+      : pool_(std::move(pool)), connection_(std::move(connection)) {}
+
+  std::shared_ptr<Connection> Current() const {
+    absl::MutexLock lock(&mutex_);
+    return connection_;
+  }
+
+  // After a redirect from `from` to `endpoint`: the connection the
+  // session's calls use from now on (the pool's connection to it, or a new
+  // one with `from`'s options), or an error when `endpoint` is where the
+  // call already went or cannot be opened.
+  absl::StatusOr<std::shared_ptr<Connection>> MoveTo(const std::shared_ptr<Connection>& from,
+                                                     const std::string& endpoint);
+
+  // One unary call on the current connection, following a redirect once.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(grpc::Status (v1::GpuFlow::Stub::*method)(grpc::ClientContext*,
+                                                                          const Request&,
+                                                                          Response*),
+                                const Request& request) {
+    std::shared_ptr<Connection> connection = Current();
+    for (int attempt = 0;; ++attempt) {
+      Response response;
+      std::unique_ptr<grpc::ClientContext> context = connection->NewContext();
+      const grpc::Status status = ((*connection->stub).*method)(context.get(), request, &response);
+      if (status.ok()) return response;
+      const std::string endpoint = RedirectEndpoint(*context, status);
+      if (attempt > 0 || endpoint.empty()) return FromGrpcStatus(status);
+      absl::StatusOr<std::shared_ptr<Connection>> owner = MoveTo(connection, endpoint);
+      if (!owner.ok()) return FromGrpcStatus(status);
+      connection = *std::move(owner);
+    }
+  }
+
+ private:
+  const std::shared_ptr<WorkerPool> pool_;
+  mutable absl::Mutex mutex_;
+  std::shared_ptr<Connection> connection_ ABSL_GUARDED_BY(mutex_);
+};
+
 }  // namespace gpuflow::client::internal
 
 #endif  // GPUFLOW_CLIENTS_CPP_POOL_INTERNAL_H_

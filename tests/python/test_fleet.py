@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gpuflow as gf
+from gpuflow import _fleet
 from gpuflow.v1 import service_pb2
 
 
@@ -115,3 +116,105 @@ def test_dns_targets_resolve_to_every_address(workers):
         assert s.endpoint.endswith(f":{port}")
     with pytest.raises(ValueError, match="host:port"):
         gf.connect("dns:///localhost")
+
+
+class Redirector:
+    """What a gateway of one's own might be: it places sessions on ``owner``
+    (CreateSession and GetServerInfo go through), holds none, and answers
+    every other session call FAILED_PRECONDITION naming ``owner`` in the
+    trailing metadata gpuflow-session-endpoint. gpuflowd itself never
+    redirects (docs/scale-out.md)."""
+
+    def __init__(self, owner, places=None):
+        import concurrent.futures
+
+        import grpc
+        from gpuflow.v1 import service_pb2_grpc
+
+        self.owner = owner
+        self.redirects = 0
+        self._channel = grpc.insecure_channel(places or owner)
+        self._stub = service_pb2_grpc.GpuFlowStub(self._channel)
+        redirector = self
+
+        class Servicer(service_pb2_grpc.GpuFlowServicer):
+            def GetServerInfo(self, request, context):
+                return redirector._stub.GetServerInfo(request)
+
+            def CreateSession(self, request, context):
+                return redirector._stub.CreateSession(request)
+
+            def _redirect(self, request, context):
+                redirector.redirects += 1
+                context.set_trailing_metadata(((_fleet.SESSION_ENDPOINT_KEY, redirector.owner),))
+                context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"held by {redirector.owner}")
+
+            KeepAlive = ListArrays = DownloadArray = Execute = _redirect
+
+            def UploadArray(self, requests, context):
+                next(requests)  # a gateway would route on the header's session id
+                self._redirect(None, context)
+
+        self._server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=4))
+        service_pb2_grpc.add_GpuFlowServicer_to_server(Servicer(), self._server)
+        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        self.target = f"127.0.0.1:{self.port}"
+        self._server.start()
+
+    def close(self):
+        self._server.stop(None)
+        self._channel.close()
+
+
+@pytest.fixture
+def redirector():
+    made = []
+
+    def make(owner, places=None):
+        made.append(Redirector(owner, places))
+        return made[-1]
+
+    yield make
+    for r in made:
+        r.close()
+
+
+def test_session_calls_follow_an_owner_redirect_once(make_server, redirector):
+    owner = make_server()
+    gateway = redirector(owner.target)
+    with gf.connect(f"dns:///{gateway.target}") as client:
+        s = client.session()
+        assert s.endpoint == gateway.target
+        s.upload(np.arange(5.0), "x")  # redirected: the upload starts over on the owner
+        assert s.endpoint == owner.target and gateway.redirects == 1
+        np.testing.assert_array_equal(s.download("x"), np.arange(5.0))
+        s.keep_alive()
+        assert gateway.redirects == 1  # the session stays on its owner
+        # A download, and a unary call, redirected as a session's first call.
+        t = client.session()
+        with pytest.raises(gf.NotFoundError, match="x"):
+            t.download("x")  # followed to the owner, where t has no x
+        assert t.endpoint == owner.target and gateway.redirects == 2
+        u = client.session()
+        u.keep_alive()
+        assert u.endpoint == owner.target and gateway.redirects == 3
+        for session in (s, t, u):
+            session.close()
+
+
+def test_an_owner_redirect_is_followed_only_once(make_server, redirector):
+    owner = make_server()
+    second = redirector(owner.target)
+    first = redirector(second.target, places=owner.target)  # sends callers on to `second`
+    with gf.connect(f"dns:///{first.target}") as client:
+        s = client.session()
+        with pytest.raises(gf.FailedPreconditionError, match="held by"):
+            s.keep_alive()
+        assert (first.redirects, second.redirects) == (1, 1)
+        assert s.endpoint == second.target
+    # Without a pool target, no redirect is followed.
+    with gf.connect(first.target) as client:
+        s = client.session()
+        with pytest.raises(gf.FailedPreconditionError):
+            s.keep_alive()
+        assert s.endpoint == first.target

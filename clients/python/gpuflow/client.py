@@ -419,7 +419,8 @@ class Client:
         # every later call of it goes there.
         address, stub = self._fleet.place()
         info = _rpc(stub.CreateSession, request)
-        return Session(self, info, stub=_fleet.WorkerStub(stub, address, info.session_id),
+        return Session(self, info,
+                       stub=_fleet.WorkerStub(stub, address, info.session_id, self._fleet),
                        endpoint=info.endpoint or address)
 
     def _background(self):
@@ -459,8 +460,7 @@ class Session:
         self._client = client
         self._stub = client.stub if stub is None else stub
         self.id = info.session_id
-        # The worker that holds the session (a pool's member, or the server).
-        self.endpoint = endpoint or info.endpoint or client.target
+        self._endpoint = endpoint or info.endpoint or client.target
         self.label = info.label
         self.memory_limit = info.memory_limit_bytes
         self.idle_ttl = info.idle_ttl.ToTimedelta().total_seconds()
@@ -503,6 +503,13 @@ class Session:
         from gpuflow import remote_array
 
         return remote_array.RemoteArray._from_session_array(self, self.info(name))
+
+    @property
+    def endpoint(self):
+        """The worker that holds the session (a pool's member, or the
+        server); after an owner redirect, the owner it named."""
+        moved = getattr(self._stub, "moved_to", None)
+        return moved or self._endpoint
 
     def _check_open(self):
         if self.closed:
@@ -768,7 +775,7 @@ class Session:
             for start in range(0, len(flat), chunk_bytes):
                 yield service_pb2.UploadArrayRequest(chunk=bytes(flat[start : start + chunk_bytes]))
 
-        return ArrayInfo(_rpc(self._stub.UploadArray, requests()))
+        return ArrayInfo(_rpc(self._stub.UploadArray, _fleet.Replayable(requests)))
 
     def download(self, name, *, chunk_bytes=0, transport="auto"):
         """Downloads an array as a numpy array, bit-exact (bfloat16 arrays as

@@ -2,6 +2,9 @@
 // docs/scale-out.md): lists and dns:/// names, placement on workers that
 // come and go, and finding a session's worker. Real gpuflowd workers
 // (child processes, CPU backend).
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,6 +15,7 @@
 #include "absl/time/time.h"
 #include "clients/cpp/array.h"
 #include "clients/cpp/client.h"
+#include "clients/cpp/graph_json.h"
 #include "clients/cpp/pool_internal.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -201,6 +205,120 @@ TEST_F(WorkerPoolTest, DnsTargetsPlaceSessionsOnWhatTheNameResolvesTo) {
   EXPECT_EQ(info.load().sessions(), 3);
   EXPECT_THAT(Client::Connect("dns:///localhost:1", {.connect_timeout = absl::Milliseconds(200)}),
               StatusIs(absl::StatusCode::kUnavailable, StartsWith("no gpuflow worker of")));
+}
+
+// What a gateway of one's own might be: it holds no session and answers
+// every session call FAILED_PRECONDITION naming `owner` in the trailing
+// metadata (gpuflowd itself never redirects). It counts the calls it gets.
+class Redirector final : public v1::GpuFlow::Service {
+ public:
+  static std::unique_ptr<Redirector> Start(std::string owner) {
+    auto redirector = std::unique_ptr<Redirector>(new Redirector(std::move(owner)));
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &redirector->port_);
+    builder.RegisterService(redirector.get());
+    redirector->server_ = builder.BuildAndStart();
+    return redirector;
+  }
+  ~Redirector() override { server_->Shutdown(); }
+
+  std::string address() const { return absl::StrCat("ipv4:127.0.0.1:", port_); }
+  int calls() const { return calls_.load(); }
+  void set_owner(std::string owner) {
+    absl::MutexLock lock(&mutex_);
+    owner_ = std::move(owner);
+  }
+
+  grpc::Status GetServerInfo(grpc::ServerContext*, const v1::GetServerInfoRequest*,
+                             v1::ServerInfo* info) override {
+    info->set_healthy(true);
+    info->mutable_limits()->set_max_chunk_bytes(4096);
+    return grpc::Status::OK;
+  }
+  grpc::Status KeepAlive(grpc::ServerContext* context, const v1::KeepAliveRequest*,
+                         v1::SessionInfo*) override {
+    return Redirect(context);
+  }
+  grpc::Status ListArrays(grpc::ServerContext* context, const v1::ListArraysRequest*,
+                          v1::ListArraysResponse*) override {
+    return Redirect(context);
+  }
+  grpc::Status Execute(grpc::ServerContext* context, const v1::ExecuteRequest*,
+                       v1::ExecuteResponse*) override {
+    return Redirect(context);
+  }
+  grpc::Status UploadArray(grpc::ServerContext* context,
+                           grpc::ServerReader<v1::UploadArrayRequest>* reader,
+                           v1::ArrayInfo*) override {
+    v1::UploadArrayRequest header;
+    reader->Read(&header);  // a gateway would route on the header's session id
+    return Redirect(context);
+  }
+  grpc::Status DownloadArray(grpc::ServerContext* context, const v1::DownloadArrayRequest*,
+                             grpc::ServerWriter<v1::DownloadArrayResponse>*) override {
+    return Redirect(context);
+  }
+
+ private:
+  explicit Redirector(std::string owner) : owner_(std::move(owner)) {}
+
+  grpc::Status Redirect(grpc::ServerContext* context) {
+    ++calls_;
+    absl::MutexLock lock(&mutex_);
+    context->AddTrailingMetadata(internal::kSessionEndpointKey, owner_);
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrCat("the session is held by ", owner_));
+  }
+
+  absl::Mutex mutex_;
+  std::string owner_ ABSL_GUARDED_BY(mutex_);
+  int port_ = 0;
+  std::atomic<int> calls_{0};
+  std::unique_ptr<grpc::Server> server_;
+};
+
+TEST_F(WorkerPoolTest, SessionCallsFollowAnOwnerRedirectOnce) {
+  ASSERT_OK_AND_ASSIGN(Client owner_client, Client::Connect(address(0)));
+  ASSERT_OK_AND_ASSIGN(Session owned, owner_client.CreateSession());
+  RoundTrip(owned, 3);
+  std::unique_ptr<Redirector> redirector = Redirector::Start(address(0));
+  ASSERT_OK_AND_ASSIGN(Client via, Client::Connect(redirector->address()));
+
+  // Unary calls: sent again to the owner, and the session stays there.
+  Session s = via.OpenSession(owned.id());
+  EXPECT_EQ(s.endpoint(), redirector->address());
+  ASSERT_OK_AND_ASSIGN(v1::ListArraysResponse list, s.List());
+  EXPECT_EQ(list.arrays_size(), 1);
+  EXPECT_EQ(s.endpoint(), address(0));
+  EXPECT_THAT(s.KeepAlive(), IsOk());
+  EXPECT_EQ(redirector->calls(), 1);
+
+  // Uploads and downloads, each on a fresh handle.
+  ASSERT_OK_AND_ASSIGN(Array y, Array::FromValues<float>({2}, {5, 6}));
+  EXPECT_THAT(via.OpenSession(owned.id()).Upload("y", y), IsOk());
+  EXPECT_THAT(via.OpenSession(owned.id()).Download("y"), IsOkAndHolds(y));
+  EXPECT_EQ(redirector->calls(), 3);
+  EXPECT_THAT(owned.Download("y"), IsOkAndHolds(y));
+
+  // ExecuteAsync hands the redirect back as it came.
+  v1::ExecuteRequest request;
+  Session async = via.OpenSession(owned.id());
+  EXPECT_THAT(async.ExecuteAsync(request).get(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("held by")));
+  EXPECT_EQ(async.endpoint(), redirector->address());
+
+  // Once: a redirect to a second redirector that redirects again is the answer.
+  std::unique_ptr<Redirector> second = Redirector::Start(redirector->address());
+  redirector->set_owner(second->address());
+  Session looped = via.OpenSession(owned.id());
+  EXPECT_THAT(looped.List(), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("held by")));
+  EXPECT_EQ(second->calls(), 1);
+  EXPECT_EQ(looped.endpoint(), second->address());
+  // A redirect to where the call went is not followed either.
+  redirector->set_owner(redirector->address());
+  EXPECT_THAT(via.OpenSession(owned.id()).KeepAlive(),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(owned.Close(), IsOk());
 }
 
 }  // namespace
