@@ -382,6 +382,17 @@ absl::StatusOr<v1::SharedMemoryRegion> Session::RegisterSharedMemory(absl::strin
   return route_->Call(&v1::GpuFlow::Stub::RegisterSharedMemory, request);
 }
 
+absl::StatusOr<v1::SharedMemoryRegion> Session::RegisterCudaMemory(absl::string_view region,
+                                                                   absl::string_view ipc_handle,
+                                                                   int64_t byte_size) const {
+  v1::RegisterSharedMemoryRequest request;
+  request.set_session_id(id_);
+  request.set_region(std::string(region));
+  request.set_cuda_ipc_handle(std::string(ipc_handle));
+  request.set_byte_size(byte_size);
+  return route_->Call(&v1::GpuFlow::Stub::RegisterSharedMemory, request);
+}
+
 absl::Status Session::UnregisterSharedMemory(absl::string_view region) const {
   v1::UnregisterSharedMemoryRequest request;
   request.set_session_id(id_);

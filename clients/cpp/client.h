@@ -231,6 +231,14 @@ class Session {
   absl::StatusOr<v1::SharedMemoryRegion> RegisterSharedMemory(absl::string_view region,
                                                               absl::string_view key,
                                                               int64_t byte_size) const;
+  // Registers device memory of this process as `region` through CUDA IPC,
+  // on a server run with --allow_cuda_ipc on the same GPU: `ipc_handle` is
+  // the 64 bytes cudaIpcGetMemHandle gives for the allocation's base, and
+  // `byte_size` at most the allocation's size. The same transfers then copy
+  // device to device; keep the allocation alive until it is unregistered.
+  absl::StatusOr<v1::SharedMemoryRegion> RegisterCudaMemory(absl::string_view region,
+                                                            absl::string_view ipc_handle,
+                                                            int64_t byte_size) const;
   absl::Status UnregisterSharedMemory(absl::string_view region) const;
   // Stores region bytes [offset, offset + size) as an array of `dtype` and
   // `shape`.

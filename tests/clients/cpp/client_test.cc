@@ -238,6 +238,22 @@ TEST_F(ClientTest, SharedMemoryUploadsAndDownloads) {
               StatusIs(absl::StatusCode::kNotFound));
 }
 
+TEST_F(ClientTest, CudaMemoryNeedsTheFlagAndADevice) {
+  const std::string handle(64, '\x01');
+  // This server runs without --allow_cuda_ipc.
+  EXPECT_THAT(session_->RegisterCudaMemory("d", handle, 16).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("--allow_cuda_ipc")));
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<ServerProcess> ipc,
+      ServerProcess::Start(GPUFLOW_SERVER_BIN, {"--backend=cpu", "--allow_cuda_ipc"}));
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(ipc->address()));
+  ASSERT_OK_AND_ASSIGN(Session s, client.CreateSession({}));
+  EXPECT_THAT(s.RegisterCudaMemory("d", handle, 16).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no device memory")));
+  EXPECT_THAT(s.RegisterCudaMemory("d", "short", 16).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("64 bytes")));
+}
+
 TEST(ClientPoolTest, SessionsSpreadOverTheWorkersAndStayOnTheirs) {
   std::vector<std::unique_ptr<ServerProcess>> workers;
   for (int i = 0; i < 2; ++i) {
