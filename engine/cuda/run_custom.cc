@@ -4,6 +4,8 @@
 // when its outputs are few), raw_kernel compiled as given.
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/codegen.h"
@@ -65,6 +67,15 @@ absl::Status RunRawKernel(StepRunContext& ctx) {
     return absl::InvalidArgumentError(absl::StrCat("kernel '", name, "' takes ", param_sizes.size(),
                                                    " arguments, but ", n, " were given"));
   }
+  // The arguments the kernel may write, besides the output: each gets a
+  // private copy, so what the kernel does to it changes no array (a
+  // session's, or another step's result). Without `writes`: every array.
+  std::vector<bool> written(n, true);
+  if (auto it = node.attrs.find("writes"); it != node.attrs.end()) {
+    written.assign(n, false);
+    for (int64_t w : std::get<std::vector<int64_t>>(it->second)) written[w] = true;
+  }
+  std::vector<std::unique_ptr<CudaBuffer>> scratch;  // freed in stream order, after the launch
   // One 8-byte slot per argument: a device address or a scalar's bytes.
   std::vector<uint64_t> values(n, 0);
   std::vector<void*> args(n, nullptr);
@@ -123,6 +134,17 @@ absl::Status RunRawKernel(StepRunContext& ctx) {
         absl::StatusOr<const void*> src = ctx.ptr(ref);
         if (!src.ok()) return src.status();
         p = *src;
+        const int64_t bytes = type.shape.num_elements() * ItemSize(type.dtype);
+        if (written[i] && bytes > 0) {
+          absl::StatusOr<std::unique_ptr<CudaBuffer>> copy =
+              ctx.device.AllocateOn(bytes, ctx.stream);
+          if (!copy.ok()) return copy.status();
+          launch_log::Note(absl::StrCat("memcpy d2d ", bytes, " raw_kernel written argument"));
+          GPUFLOW_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync((*copy)->data(), p, bytes,
+                                                       cudaMemcpyDeviceToDevice, ctx.stream.get()));
+          p = (*copy)->data();
+          scratch.push_back(*std::move(copy));
+        }
       }
       if (know_params && param_sizes[i] != sizeof(void*)) {
         return absl::InvalidArgumentError(

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,24 @@ absl::StatusOr<InferredNode> InferRawKernel(Inputs in, AttrMap& attrs) {
   if (out.weak) {
     return Invalid("argument ", output, " ('output') must be an array, got a Python scalar");
   }
+  // The arguments the kernel may write: each gets a private copy for the
+  // launch. Absent: every array argument (the backend decides which are
+  // arrays). Kept sorted, without repeats, with `output` among them.
+  if (std::optional<std::vector<int64_t>> writes = Get<std::vector<int64_t>>(attrs, "writes")) {
+    std::vector<int64_t> sorted = *writes;
+    sorted.push_back(output);
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    for (int64_t w : sorted) {
+      if (w < 0 || w >= static_cast<int64_t>(in.size())) {
+        return Invalid("'writes' must index the ", in.size(), " arguments, got ", w);
+      }
+      if (in[w].weak) {
+        return Invalid("argument ", w, " in 'writes' must be an array, got a Python scalar");
+      }
+    }
+    attrs["writes"] = std::move(sorted);
+  }
   return Inferred(out.dtype, out.shape, out.dtype);
 }
 
@@ -130,7 +149,10 @@ void AddCustomKernelOps(std::vector<OpDef>& ops) {
        Attr("output", AttrType::kInt, true,
             "the argument whose contents after the launch are the node's value (it is copied "
             "first, so arrays stay immutable)"),
-       Attr("options", AttrType::kStrings, false, "extra NVRTC options")},
+       Attr("options", AttrType::kStrings, false, "extra NVRTC options"),
+       Attr("writes", AttrType::kInts, false,
+            "the arguments the kernel may write, each given a private copy for the launch so "
+            "no array it reads changes (default: every array argument)")},
       "a cupy.RawKernel launch: arrays by pointer, literals by value (CUDA backend only; "
       "gpuflowd --allow_raw_kernels)",
       InferRawKernel));

@@ -788,10 +788,12 @@ def test_writes_to_read_only_arguments_are_refused_before_sending(session):
         vec_add[1](a, a, y)
     with pytest.raises(ValueError, match="block entries must be in"):
         vec_add((1,), (0,), (a, a, y))
-    # RawKernel's rule: a writable argument the kernel only reads is rebound too.
+    # The translation knows what the kernel stores into: only that is rebound
+    # (and copied for the launch); a writable argument it only reads stays.
     x = gf.arange(4, dtype=np.float32, session=session)
     vec_add((1,), (4,), (x, a, y))
-    assert node_of(x).op == "raw_kernel" and node_of(y).op == "raw_kernel"
+    assert node_of(x).op == "arange" and node_of(y).op == "raw_kernel"
+    assert node_of(y).attrs["writes"].ints.values == [2]
 
 
 @pytest.mark.skipif(not CUDA, reason="runs kernels: needs GPUFLOW_TEST_BACKEND=cuda")

@@ -224,7 +224,7 @@ def test_raw_kernel_rebinds_its_writable_arguments(session):
     node = node_of(y)
     assert node.op == "raw_kernel"
     assert attrs_of(node) == {"code": VEC_ADD_SOURCE, "name": "vec_add", "grid": [4],
-                              "block": [256], "output": 2}
+                              "block": [256], "output": 2, "writes": [2]}
     assert scalar_of(node, 3) == (n, "DTYPE_INT32")
     assert [i.WhichOneof("source") for i in node.inputs] == ["array", "array", "node", "scalar"]
 
@@ -270,6 +270,17 @@ def test_raw_kernel_runs_or_needs_cuda(raw_kernel_server):
         assert attrs_of(node_of(x))["output"] == 0 and attrs_of(node_of(w))["output"] == 1
         runs_or_needs_cuda(x, np.arange(10, dtype=np.float32) * 3)
         runs_or_needs_cuda(w, np.arange(10, dtype=np.float32) * 3 + 1)
+        # Each launch works on private copies of every argument the kernel
+        # writes: the launch made for w2 must not scale the session array
+        # behind x2 in place, so every order of evaluation, repeated, agrees.
+        base = gf.array(np.arange(10, dtype=np.float32))
+        x2, w2 = base.copy(), gf.zeros(10, np.float32)
+        scale((1,), (32,), (x2, w2, np.float32(3), np.int32(10)))
+        assert attrs_of(node_of(w2))["writes"] == [0, 1]
+        for _ in range(2):
+            runs_or_needs_cuda(w2, np.arange(10, dtype=np.float32) * 3 + 1)
+            runs_or_needs_cuda(x2, np.arange(10, dtype=np.float32) * 3)
+            np.testing.assert_array_equal(base.get(), np.arange(10, dtype=np.float32))
 
 
 def test_raw_kernel_misuse(session):

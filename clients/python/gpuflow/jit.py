@@ -19,8 +19,8 @@ dtype; Python int, float and bool as int64, float64 and bool) pick a
 translation, made once per signature and cached on the kernel. The launch
 goes through :class:`gpuflow.RawKernel`, so its rules hold: a kernel writes
 only arguments made writable by ``gpuflow.empty``/``zeros``/... or
-``.copy()``, and each such argument is rebound to the array as the kernel
-left it. A kernel that stores into an argument that is not writable is
+``.copy()``, and each argument it stores into is rebound to the array as
+the kernel left it (one it only reads stays as it was). A kernel that stores into an argument that is not writable is
 refused before anything is sent (the write would otherwise be lost).
 
 Arrays travel as pointers. For an array parameter of ndim N >= 1 the
@@ -1830,7 +1830,9 @@ class JitKernel:
             full.append(v)
         for i, ndim in tr.arrays:
             full.extend(np.int64(d) for d in args[i].shape)
-        tr.kernel(grid, block, tuple(full), shared_mem=shared_mem)
+        # Only what the kernel stores into is rebound (and copied for the
+        # launch); other arguments stay inputs, writable or not.
+        tr.kernel(grid, block, tuple(full), shared_mem=shared_mem, _writes=set(tr.writes))
 
     def __getitem__(self, config):
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:

@@ -30,7 +30,9 @@ call rebinds every *writable* RemoteArray argument (one made by
 ``.copy()``) to the array as the kernel left it; ElementwiseKernel and
 ReductionKernel rebind the output arrays passed to them. Other arguments
 are inputs only. A raw kernel with several writable arguments is launched
-once per argument that is evaluated.
+once per argument that is evaluated, each launch on private copies of all
+of them (the node's ``writes``), so no launch changes an array another
+reads.
 """
 
 import operator
@@ -433,7 +435,9 @@ class RawKernel:
     def __repr__(self):
         return f"RawKernel({self.name!r})"
 
-    def __call__(self, grid, block, args, *, shared_mem=0):
+    def __call__(self, grid, block, args, *, shared_mem=0, _writes=None):
+        # _writes (gpuflow.jit, which knows): the argument indices the
+        # kernel stores into; default: every writable array argument.
         kernel = f"RawKernel {self.name!r}"
         grid = _launch_dims(grid, "grid")
         block = _launch_dims(block, "block")
@@ -467,14 +471,18 @@ class RawKernel:
             except UnsupportedOperand as err:
                 raise TypeError(f"{kernel}: argument {i}: {err}") from None
             inputs.append(x)
-        outputs = [i for i, v in enumerate(args) if isinstance(v, RemoteArray) and v.writable]
+        outputs = [i for i, v in enumerate(args) if isinstance(v, RemoteArray) and v.writable
+                   and (_writes is None or i in _writes)]
         if not outputs:
             raise ValueError(
                 f"{kernel} has no argument it could write: pass at least one array made by "
                 "gpuflow.empty/zeros/ones/full (or .copy()); arrays from asarray and from other "
                 "operations are read-only inputs"
             )
-        attrs = {"code": self.code, "name": self.name, "grid": grid, "block": block}
+        # Each launch gets private copies of every argument the kernel
+        # writes, so no array it reads changes (a launch per output).
+        attrs = {"code": self.code, "name": self.name, "grid": grid, "block": block,
+                 "writes": outputs}
         if shared_mem:
             attrs["shared_mem"] = shared_mem
         if self.options:

@@ -1326,6 +1326,28 @@ TEST(CustomKernelTest, ReductionKernelReducesAxes) {
                        "a reduction kernel has exactly one output, got 2"));
 }
 
+TEST(CustomKernelTest, RawKernelWritesAreArrayArgumentsWithTheOutput) {
+  AttrMap attrs = {{"code", std::string("extern \"C\" __global__ void k(float* y) {}")},
+                   {"name", std::string("k")},
+                   {"grid", std::vector<int64_t>{1}},
+                   {"block", std::vector<int64_t>{32}},
+                   {"output", int64_t{1}},
+                   {"writes", std::vector<int64_t>{2, 0, 2}}};
+  const std::vector<ValueType> three = {T(DType::kFloat32, {4}), T(DType::kFloat32, {4}),
+                                        T(DType::kInt32, {4})};
+  ASSERT_THAT(InferAttrs("raw_kernel", three, attrs), IsOk());
+  // Sorted, once each, and the output among them.
+  EXPECT_THAT(attrs.at("writes"), VariantWith<std::vector<int64_t>>(ElementsAre(0, 1, 2)));
+  attrs["writes"] = std::vector<int64_t>{5};
+  EXPECT_THAT(
+      InferAttrs("raw_kernel", three, attrs),
+      StatusIs(absl::StatusCode::kInvalidArgument, "'writes' must index the 3 arguments, got 5"));
+  attrs["writes"] = std::vector<int64_t>{2};
+  EXPECT_THAT(InferAttrs("raw_kernel", {three[0], three[1], WeakIntType()}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "argument 2 in 'writes' must be an array, got a Python scalar"));
+}
+
 TEST(CustomKernelTest, RawKernelOutputIsAnArgument) {
   AttrMap attrs = {{"code", std::string("extern \"C\" __global__ void k(float* y) {}")},
                    {"name", std::string("k")},
