@@ -54,6 +54,17 @@ ARRAYS = [
 ]
 
 
+def test_large_arrays_copy_in_pieces_bit_exact(shm_session):
+    # Above gpuflow._shm._PARALLEL_BYTES the client's copies into and out of
+    # its stage run on several threads; an odd size ends in a short piece.
+    from gpuflow import _shm
+
+    array = np.random.default_rng(2).integers(0, 255, _shm._PARALLEL_BYTES + 4097, np.uint8)
+    shm_session.upload(array, "big", transport="shm")
+    np.testing.assert_array_equal(shm_session.download("big", transport="shm"), array)
+    np.testing.assert_array_equal(shm_session.download("big", transport="grpc"), array)
+
+
 @pytest.mark.parametrize("array", ARRAYS, ids=lambda a: f"{a.dtype}{a.shape}")
 def test_round_trips_bit_exact(shm_session, array):
     info = shm_session.upload(array, "a", transport="shm")

@@ -9,6 +9,7 @@ grows as arrays need (to twice the largest, within what /dev/shm has free)
 and goes with the session.
 """
 
+import concurrent.futures
 import os
 import secrets
 import threading
@@ -28,6 +29,34 @@ _SHM_DIR = "/dev/shm"
 class ShmUnavailable(Error):
     """Shared memory cannot be used for this transfer (the server has it off,
     is on another host, or /dev/shm has no room)."""
+
+
+# Copies of at least this many bytes run in pieces on several threads
+# (numpy lets go of the GIL while it copies): one core's copy, with the page
+# faults of fresh memory, is a third of what the host's memory can do.
+_PARALLEL_BYTES = 32 << 20
+_MAX_COPY_THREADS = 8
+_copy_pool = None
+_copy_pool_lock = threading.Lock()
+
+
+def _copy(dst, src):
+    """``dst[:] = src`` for flat uint8 arrays of one size."""
+    n = src.nbytes
+    workers = min(_MAX_COPY_THREADS, os.cpu_count() or 1)
+    if n < _PARALLEL_BYTES or workers < 2:
+        dst[:] = src
+        return
+    global _copy_pool
+    with _copy_pool_lock:
+        if _copy_pool is None:
+            _copy_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=workers, thread_name_prefix="gpuflow-copy")
+        pool = _copy_pool
+    step = (-(-n // workers) + 4095) // 4096 * 4096
+    pieces = [pool.submit(np.copyto, dst[i:i + step], src[i:i + step]) for i in range(0, n, step)]
+    for piece in pieces:
+        piece.result()
 
 
 def _free_bytes():
@@ -109,7 +138,7 @@ class Stage:
         flat = array.reshape(-1).view(np.uint8)
         with self.lock:
             self.grow(flat.nbytes)
-            np.frombuffer(self._shm.buf, dtype=np.uint8, count=flat.nbytes)[:] = flat
+            _copy(np.frombuffer(self._shm.buf, dtype=np.uint8, count=flat.nbytes), flat)
             return self._rpc(self._session._stub.UploadFromSharedMemory,
                              service_pb2.SharedMemoryUploadRequest(
                                  session_id=self._session.id, name=name, dtype=wire_dtype,
@@ -134,7 +163,8 @@ class Stage:
                     session_id=self._session.id, name=name)).num_bytes
                 self.grow(max(size, 1))
                 reply = self._rpc(self._session._stub.DownloadToSharedMemory, request)
-            out = np.frombuffer(self._shm.buf, dtype=np.uint8, count=reply.num_bytes).copy()
+            out = np.empty(reply.num_bytes, dtype=np.uint8)
+            _copy(out, np.frombuffer(self._shm.buf, dtype=np.uint8, count=reply.num_bytes))
         dtype = dtypes.numpy_dtype(dtypes.name_of(reply.dtype))
         return reply, out.view(dtype).reshape(tuple(reply.shape))
 
@@ -142,8 +172,9 @@ class Stage:
         """A copy of the array an Execute wrote at ``offset`` (its ArrayInfo
         message ``info``); the caller holds ``lock``."""
         dtype = dtypes.numpy_dtype(dtypes.name_of(info.dtype))
-        out = np.frombuffer(self._shm.buf, dtype=np.uint8, count=info.num_bytes,
-                            offset=offset).copy()
+        out = np.empty(info.num_bytes, dtype=np.uint8)
+        _copy(out, np.frombuffer(self._shm.buf, dtype=np.uint8, count=info.num_bytes,
+                                 offset=offset))
         return out.view(dtype).reshape(tuple(info.shape))
 
     def close(self):
