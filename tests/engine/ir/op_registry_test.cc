@@ -243,7 +243,7 @@ TEST(OpRegistryTest, AttributesMatchTheDocs) {
               UnorderedElementsAre(P{"code", AttrType::kString}, P{"name", AttrType::kString},
                                    P{"grid", AttrType::kInts}, P{"block", AttrType::kInts},
                                    P{"shared_mem", AttrType::kInt}, P{"output", AttrType::kInt},
-                                   P{"options", AttrType::kStrings}));
+                                   P{"options", AttrType::kStrings}, P{"writes", AttrType::kInts}));
   EXPECT_THAT(
       AttrsOf("reduction_kernel"),
       UnorderedElementsAre(P{"in_params", AttrType::kString}, P{"out_params", AttrType::kString},
