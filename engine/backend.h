@@ -129,6 +129,12 @@ struct RunResult {
   // Set instead of gpu_seconds when RunOptions::defer_sync was: gives the
   // device time once the stream has been synchronised.
   std::function<std::optional<double>()> gpu_seconds_after_sync;
+  // Set, when RunOptions::defer_sync was, for a run that checks its data on
+  // the device (the indices of take and take_along_axis): once the stream
+  // has been synchronised, the run's data-dependent error (INVALID_ARGUMENT)
+  // or OK. On an error the outputs hold garbage and must not be used. Unset:
+  // the run has no such checks (without defer_sync, Run returns them).
+  std::function<absl::Status()> error_after_sync;
   // Filled when RunOptions::profile is set.
   std::vector<StepTiming> steps;
 };

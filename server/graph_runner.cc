@@ -432,6 +432,9 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
   }
   if (absl::Status s = backend_.Synchronize(stream); !s.ok()) return s;
   if (run->gpu_seconds_after_sync) run->gpu_seconds = run->gpu_seconds_after_sync();
+  if (run->error_after_sync) {
+    if (absl::Status s = run->error_after_sync(); !s.ok()) return s;
+  }
   for (int i = 0; i < request.outputs_size(); ++i) {
     if (regions[i] == nullptr) continue;
     const Array& array = run->outputs[i];

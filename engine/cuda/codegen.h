@@ -227,7 +227,8 @@ struct CustomKernel {
 absl::StatusOr<CustomKernel> GenerateCustomKernel(const ValidatedGraph& graph, int node);
 
 // A shape step (reshape, expand_dims, squeeze, transpose, broadcast_to,
-// slice, concatenate, stack) or a `full` as strided copies (codegen_layout.cc): element
+// slice, concatenate, stack) or a `full` as strided copies, and a take or
+// take_along_axis as a gather (codegen_layout.cc): element
 // i of an iteration shape is read at src_base + sum(c_d * src_stride_d) and
 // written at dst_base + sum(c_d * dst_stride_d), converting the dtype when
 // the output's differs (concatenate and stack promote). One copy per input
@@ -243,8 +244,18 @@ struct LayoutCopy {
   // Same dtype, contiguous in and out: a plain memcpy of num_elements
   // (source is empty).
   bool memcpy = false;
+  // A gather (take, take_along_axis): the node input holding the indices,
+  // -1 for a copy. Its kernel reads output element i (coordinates c over
+  // dims) at src[sum(c_d * src_stride_d) + j * axis_stride], j the index at
+  // indices[sum(c_d * index_stride_d)], negative ones counted from axis
+  // size. An index out of bounds writes 0 for the element and stores the
+  // index (sign- or zero-extended to 64 bits, never 0) into the error word
+  // (device_errors.h), which the backend reads after the run. Words:
+  //   [src] [dst] [indices] [error word] [n] [axis size] [axis stride]
+  //   [dims (rank)] [src strides] [index strides]
+  int index_input = -1;
 };
-// Empty when the step is not a single shape op or full.
+// Empty when the step is not a single shape op, gather or full.
 absl::StatusOr<std::optional<std::vector<LayoutCopy>>> GenerateLayoutCopies(
     const ValidatedGraph& graph, const Step& step);
 

@@ -1,4 +1,5 @@
-// Shape ops and `full` as strided copies (see codegen.h).
+// Shape ops and `full` as strided copies, take and take_along_axis as
+// gathers (see codegen.h).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "engine/cuda/codegen.h"
 #include "engine/cuda/codegen_internal.h"
 #include "engine/cuda/device_library.h"
+#include "engine/ir/gather.h"
 
 namespace gpuflow::cuda {
 
@@ -101,6 +103,131 @@ LayoutCopy MakeCopy(int input, DType src_dtype, DType dst_dtype, std::vector<int
   return c;
 }
 
+// Drops dims of extent 1 and merges neighbours that the source and the
+// indices both walk contiguously (the output always does).
+void MergeGatherDims(std::vector<int64_t>& dims, std::vector<int64_t>& src,
+                     std::vector<int64_t>& idx) {
+  std::vector<int64_t> d2, s2, i2;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 1) continue;
+    if (!d2.empty() && s2.back() == src[d] * dims[d] && i2.back() == idx[d] * dims[d]) {
+      d2.back() *= dims[d];
+      s2.back() = src[d];
+      i2.back() = idx[d];
+      continue;
+    }
+    d2.push_back(dims[d]);
+    s2.push_back(src[d]);
+    i2.push_back(idx[d]);
+  }
+  if (d2.empty()) {
+    d2 = {1};
+    s2 = {0};
+    i2 = {0};
+  }
+  dims = std::move(d2);
+  src = std::move(s2);
+  idx = std::move(i2);
+}
+
+// The gather kernel for one (element size or bool, index dtype, rank)
+// specialisation: dtypes of one size share it, since it only moves bits.
+std::string GatherSource(const std::string& name, DType src, DType index, int rank, bool index32) {
+  const bool is_bool = src == DType::kBool;
+  const char* s = nullptr;
+  switch (ItemSize(src)) {
+    case 1:
+      s = "u8";
+      break;
+    case 2:
+      s = "u16";
+      break;
+    case 4:
+      s = "u32";
+      break;
+    default:
+      s = "u64";
+      break;
+  }
+  const char* i_type = StorageTypeName(index);
+  const char* idx = index32 ? "int" : "long long";
+  std::string bad;
+  if (index == DType::kBool) {
+    bad =
+        "    const unsigned long long raw = ind[io] != 0 ? 1ull : 0ull;\n"
+        "    const long long j = (long long)raw;\n"
+        "    const bool bad = j >= size;\n";
+  } else if (KindOf(index) == DTypeKind::kSigned) {
+    bad =
+        "    const unsigned long long raw = (unsigned long long)(long long)ind[io];\n"
+        "    long long j = (long long)raw;\n"
+        "    if (j < 0) j += size;\n"
+        "    const bool bad = (unsigned long long)j >= (unsigned long long)size;\n";
+  } else {
+    bad =
+        "    const unsigned long long raw = (unsigned long long)ind[io];\n"
+        "    const long long j = (long long)raw;\n"
+        "    const bool bad = raw >= (unsigned long long)size;\n";
+  }
+  std::string text = absl::StrCat(
+      "struct ", name, "_args { unsigned long long w[", 7 + 3 * rank, "]; };\n",
+      "extern \"C\" __global__ void __launch_bounds__(256) ", name, "(const ", name, "_args p) {\n",
+      "  typedef ", idx, " idx;\n", "  const ", s, "* __restrict__ src = (const ", s, "*)p.w[0];\n",
+      "  ", s, "* __restrict__ out = (", s, "*)p.w[1];\n", "  const ", i_type,
+      "* __restrict__ ind = (const ", i_type, "*)p.w[2];\n",
+      "  volatile unsigned long long* err = (volatile unsigned long long*)p.w[3];\n",
+      "  const idx n = (idx)p.w[4];\n", "  const long long size = (long long)p.w[5];\n",
+      "  const idx axis_stride = (idx)(long long)p.w[6];\n",
+      "  for (idx i = (idx)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += (idx)(gridDim.x * "
+      "blockDim.x)) {\n",
+      "    idx rem = i;\n    idx so = 0;\n    idx io = 0;\n");
+  for (int d = rank - 1; d >= 0; --d) {
+    absl::StrAppend(&text, "    {\n      const idx dim = (idx)p.w[", 7 + d, "];\n",
+                    "      const idx c = rem % dim;\n      rem /= dim;\n",
+                    "      so += c * (idx)(long long)p.w[", 7 + rank + d, "];\n",
+                    "      io += c * (idx)(long long)p.w[", 7 + 2 * rank + d, "];\n    }\n");
+  }
+  absl::StrAppend(&text, bad,
+                  "    if (bad) {\n      *err = raw;\n      out[i] = 0;\n      continue;\n    }\n",
+                  "    const ", s, " v = src[so + (idx)j * axis_stride];\n",
+                  "    out[i] = ", is_bool ? "(u8)(v != 0)" : "v", ";\n  }\n}\n");
+  return absl::StrCat(kDeviceLibrary, text);
+}
+
+absl::StatusOr<LayoutCopy> MakeGather(const ValidatedNode& node) {
+  absl::StatusOr<GatherLayout> layout = GatherLayoutOf(node);
+  if (!layout.ok()) return layout.status();
+  const DType src = node.input_types[0].dtype;
+  const DType index = node.input_types[1].dtype;
+  LayoutCopy c;
+  c.input = 0;
+  c.index_input = 1;
+  c.num_elements = node.type.output.shape.num_elements();
+  std::vector<int64_t> dims = layout->dims;
+  std::vector<int64_t> src_strides = layout->src_strides;
+  std::vector<int64_t> index_strides = layout->index_strides;
+  MergeGatherDims(dims, src_strides, index_strides);
+  const int rank = static_cast<int>(dims.size());
+  const int64_t largest = std::max({node.input_types[0].shape.num_elements(),
+                                    node.input_types[1].shape.num_elements(), c.num_elements});
+  const bool index32 = largest < (int64_t{1} << 31);
+  const std::string element = src == DType::kBool ? "bool" : absl::StrCat("b", ItemSize(src));
+  c.name =
+      absl::StrCat("gf_gather_", element, "_", DTypeName(index), "_r", rank, index32 ? "" : "_i64");
+  c.source = GatherSource(c.name, src, index, rank, index32);
+  c.words = {0,
+             0,
+             0,
+             0,
+             static_cast<uint64_t>(c.num_elements),
+             static_cast<uint64_t>(layout->axis_size),
+             static_cast<uint64_t>(layout->axis_stride)};
+  for (int64_t d : dims) c.words.push_back(static_cast<uint64_t>(d));
+  for (int64_t v : src_strides) c.words.push_back(static_cast<uint64_t>(v));
+  for (int64_t v : index_strides) c.words.push_back(static_cast<uint64_t>(v));
+  return c;
+}
+
 }  // namespace
 
 absl::StatusOr<std::optional<std::vector<LayoutCopy>>> GenerateLayoutCopies(
@@ -162,6 +289,10 @@ absl::StatusOr<std::optional<std::vector<LayoutCopy>>> GenerateLayoutCopies(
                                 offset * out_strides[axis], is.num_elements(), out_n));
       offset += stack ? 1 : is.dim(static_cast<int>(axis));
     }
+  } else if (op == "take" || op == "take_along_axis") {
+    absl::StatusOr<LayoutCopy> gather = MakeGather(node);
+    if (!gather.ok()) return gather.status();
+    copies.push_back(*std::move(gather));
   } else {
     return std::nullopt;
   }

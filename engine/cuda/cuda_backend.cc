@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/device_errors.h"
 #include "engine/cuda/device_runtime.h"
 #include "engine/cuda/kernel_loader.h"
 #include "engine/cuda/launch_log.h"
@@ -99,7 +100,10 @@ struct EventPair {
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const CudaBackendOptions& options, std::unique_ptr<DeviceRuntime> device)
-      : options_(options), device_(std::move(device)), loader_(*device_, options) {}
+      : options_(options),
+        device_(std::move(device)),
+        loader_(*device_, options),
+        error_words_(std::make_shared<ErrorWordPool>(device_->device())) {}
 
   absl::string_view name() const override { return "cuda"; }
   std::string device_description() const override { return device_->description(); }
@@ -215,6 +219,8 @@ class CudaBackend final : public Backend {
   const CudaBackendOptions options_;
   const std::unique_ptr<DeviceRuntime> device_;
   KernelLoader loader_;  // destroyed before device_
+  // Where gathers report out-of-bounds indices (held by runs' checks too).
+  const std::shared_ptr<ErrorWordPool> error_words_;
   static constexpr size_t kFreeEventPairs = 64;
   absl::Mutex events_mu_;
   std::vector<std::unique_ptr<EventPair>> free_events_ ABSL_GUARDED_BY(events_mu_);
@@ -242,6 +248,9 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
     result.kernels_compiled += pre->kernels_compiled;
     result.compile_seconds += pre->compile_seconds;
   }
+  // The run's device-side checks; a run that ends early waits for its
+  // kernels before their words go back to the pool (~RunChecks).
+  auto checks = std::make_shared<RunChecks>(error_words_, stream.handle());
   RunValues values(*device_, graph, arrays, stream);
   const ValueAddress address = [&](const ValueRef& ref) { return values.Address(ref); };
 
@@ -291,7 +300,8 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
                        address,
                        stream,
                        values.node(step.root)->data(),
-                       options.allow_tf32};
+                       options.allow_tf32,
+                       checks.get()};
     absl::StatusOr<bool> on_device = RunStep(ctx);
     if (!on_device.ok()) return on_device.status();
     if (!*on_device) {
@@ -322,6 +332,9 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
       }
       return ms / 1e3;
     };
+    if (!checks->empty()) {
+      result.error_after_sync = [checks = std::move(checks)] { return checks->Result(); };
+    }
   } else {
     if (absl::Status st =
             device_->Check(cudaEventSynchronize(run_events.end), "cudaEventSynchronize");
@@ -331,6 +344,7 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
     float ms = 0;
     GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, run_events.begin, run_events.end));
     result.gpu_seconds = ms / 1e3;
+    if (absl::Status st = checks->Result(); !st.ok()) return st;
   }
   for (int o : plan.output_nodes) {
     const ValueType& type = graph.nodes[o].type.output;

@@ -1,18 +1,33 @@
 // Shape steps (reshape, transpose, slice, concatenate, ...) and `full` as
 // strided copies (codegen_layout.cc); same-dtype contiguous copies are
-// cudaMemcpyAsync.
+// cudaMemcpyAsync. take and take_along_axis are gathers whose
+// out-of-bounds indices the run's checks report (device_errors.h).
 #include <algorithm>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/codegen.h"
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/device_errors.h"
 #include "engine/cuda/launch_log.h"
 #include "engine/cuda/step_runner.h"
+#include "engine/ir/echo.h"
+#include "engine/ir/gather.h"
 
 namespace gpuflow::cuda {
 
 namespace {
+
+// The error of a gather whose kernel stored an out-of-bounds index: NumPy's
+// text, naming the node as the host kernels do.
+RunChecks::ErrorFn GatherError(const ValidatedNode& node) {
+  return [id = node.id, op = node.op->name, layout = GatherLayoutOf(node),
+          dtype = node.input_types[1].dtype](uint64_t index) {
+    const std::string what =
+        layout.ok() ? GatherIndexError(*layout, dtype, index) : "an index is out of bounds";
+    return absl::InvalidArgumentError(absl::StrCat("node ", Echo(id), " (", op, "): ", what));
+  };
+}
 
 absl::StatusOr<std::shared_ptr<const std::optional<std::vector<LayoutCopy>>>> Generate(
     StepCompileContext& ctx) {
@@ -50,6 +65,15 @@ absl::StatusOr<bool> RunLayout(StepRunContext& ctx) {
     std::vector<uint64_t> words = c.words;
     words[0] = reinterpret_cast<uint64_t>(*src);
     words[1] = reinterpret_cast<uint64_t>(ctx.out);
+    if (c.index_input >= 0) {
+      absl::StatusOr<const void*> indices = ctx.ptr(node.inputs[c.index_input]);
+      if (!indices.ok()) return indices.status();
+      if (ctx.checks == nullptr) return absl::InternalError("a gather step without run checks");
+      absl::StatusOr<uint64_t> error_word = ctx.checks->Add(GatherError(node));
+      if (!error_word.ok()) return error_word.status();
+      words[2] = reinterpret_cast<uint64_t>(*indices);
+      words[3] = *error_word;
+    }
     const int64_t blocks = std::clamp<int64_t>((c.num_elements + 255) / 256, 1, sms * 32);
     if (absl::Status st = ctx.device.Launch(*kernel, Blocks(blocks), dim3(256), words, ctx.stream);
         !st.ok()) {

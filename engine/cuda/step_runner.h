@@ -6,7 +6,7 @@
 //   | fused elementwise group       | run_elementwise.cc   |
 //   | reduction, softmax            | run_reduction.cc     |
 //   | scan (cumsum, cumprod)        | run_scan.cc          |
-//   | shape ops and `full`          | run_layout.cc        |
+//   | shape ops, gathers and `full` | run_layout.cc        |
 //   | arange, random_*              | run_creation.cc      |
 //   | matmul, dot                   | run_matmul.cc        |
 //   | custom and raw kernels        | run_custom.cc        |
@@ -44,6 +44,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "engine/backend.h"
+#include "engine/cuda/device_errors.h"
 #include "engine/cuda/device_runtime.h"
 #include "engine/cuda/kernel_loader.h"
 #include "engine/ir/validate.h"
@@ -129,6 +130,9 @@ struct StepRunContext : StepCompileContext {
   CudaStream& stream;
   void* out;
   bool allow_tf32;
+  // The run's device-side checks (device_errors.h): a step whose kernels
+  // find data-dependent errors (a gather's indices) adds its words here.
+  RunChecks* checks = nullptr;
 };
 
 // A launch grid of x (and y) blocks, as every generated kernel takes it.

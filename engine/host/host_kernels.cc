@@ -57,7 +57,7 @@ const absl::flat_hash_map<std::string, HostFamily>& HostFamilies() {
     (*m)["matmul"] = HostFamily::kLinalg;
     (*m)["dot"] = HostFamily::kLinalg;
     for (const char* op : {"reshape", "transpose", "broadcast_to", "expand_dims", "squeeze",
-                           "slice", "concatenate", "stack"}) {
+                           "slice", "concatenate", "stack", "take", "take_along_axis"}) {
       (*m)[op] = HostFamily::kShape;
     }
     for (const char* op : {"full", "arange", "random_uniform", "random_normal"}) {

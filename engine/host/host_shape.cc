@@ -1,16 +1,20 @@
 // Shape ops. Each is a strided copy: reshape, expand_dims and squeeze copy in
 // order; transpose, broadcast_to and slice read the input through permuted,
 // zero or scaled (possibly negative) strides; concatenate and stack write each
-// input into its part of the output, converting to the promoted dtype.
+// input into its part of the output, converting to the promoted dtype; take
+// and take_along_axis read the input at offsets their indices give
+// (engine/ir/gather.h).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/host/host_kernels_internal.h"
+#include "engine/ir/gather.h"
 
 namespace gpuflow::host_internal {
 
@@ -195,6 +199,83 @@ absl::Status Join(const ValidatedNode& node, absl::Span<const HostConstView> inp
   return absl::OkStatus();
 }
 
+// An index element widened to 64 bits: sign-extended for signed dtypes
+// (bool is 0 or 1), zero-extended for unsigned ones.
+template <typename I>
+uint64_t IndexBits(const std::byte* p) {
+  if constexpr (std::is_same_v<I, bool>) {
+    return LoadElement<bool>(p) ? 1 : 0;
+  } else if constexpr (std::is_signed_v<I>) {
+    return static_cast<uint64_t>(static_cast<int64_t>(LoadElement<I>(p)));
+  } else {
+    return static_cast<uint64_t>(LoadElement<I>(p));
+  }
+}
+
+// The position along the axis an index names, or -1 when it is out of
+// bounds.
+template <typename I>
+int64_t Normalized(uint64_t bits, int64_t size) {
+  if constexpr (std::is_signed_v<I>) {
+    int64_t v = static_cast<int64_t>(bits);
+    if (v < 0) v += size;  // v >= INT64_MIN and size > 0: no overflow
+    return v >= 0 && v < size ? v : -1;
+  } else {
+    return bits < static_cast<uint64_t>(size) ? static_cast<int64_t>(bits) : -1;
+  }
+}
+
+// take and take_along_axis: every index is checked first, in order, so the
+// error names the first bad one as NumPy's does; then a strided walk over
+// the output reads each element at its index.
+absl::Status RunGather(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
+                       const HostView& out, const HostKernelOptions& options) {
+  if (inputs.size() != 2) return absl::InvalidArgumentError("expected two inputs");
+  absl::StatusOr<GatherLayout> layout = GatherLayoutOf(node);
+  if (!layout.ok()) return layout.status();
+  const GatherLayout& g = *layout;
+  const HostConstView& src = inputs[0];
+  const HostConstView& idx = inputs[1];
+  if (out.shape.num_elements() == 0) return absl::OkStatus();
+  const int64_t size = ItemSize(src.dtype);
+  const int64_t index_size = ItemSize(idx.dtype);
+  return VisitDType(idx.dtype, [&](auto tag) -> absl::Status {
+    using I = typename decltype(tag)::type;
+    if constexpr (kIsFloatStorage<I>) {
+      return absl::InvalidArgumentError("float indices");
+    } else {
+      const int64_t n = idx.shape.num_elements();
+      for (int64_t i = 0; i < n; ++i) {
+        const uint64_t bits = IndexBits<I>(idx.data + i * index_size);
+        if (Normalized<I>(bits, g.axis_size) < 0) return GatherIndexStatus(g, idx.dtype, bits);
+      }
+      StridedLoop loop;
+      loop.dims = g.dims;
+      loop.AddOperand(ContiguousStrides(out.shape.dims()));
+      loop.AddOperand(g.src_strides);
+      loop.AddOperand(g.index_strides);
+      loop.Simplify();
+      const bool is_bool = src.dtype == DType::kBool;
+      ParallelFor(loop.num_elements(), 1, options, [&](int64_t begin, int64_t end) {
+        ForEachRun(loop, begin, end, [&](int64_t count, const int64_t* off, const int64_t* step) {
+          for (int64_t k = 0; k < count; ++k) {
+            const int64_t j = Normalized<I>(
+                IndexBits<I>(idx.data + (off[2] + k * step[2]) * index_size), g.axis_size);
+            const std::byte* from = src.data + (off[1] + k * step[1] + j * g.axis_stride) * size;
+            std::byte* to = out.data + (off[0] + k * step[0]) * size;
+            if (is_bool) {
+              StoreElement<bool>(to, LoadElement<bool>(from));
+            } else {
+              std::memcpy(to, from, size);
+            }
+          }
+        });
+      });
+      return absl::OkStatus();
+    }
+  });
+}
+
 }  // namespace
 
 absl::Status RunShapeOp(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
@@ -202,6 +283,7 @@ absl::Status RunShapeOp(const ValidatedNode& node, absl::Span<const HostConstVie
   const std::string& name = node.op->name;
   if (name == "concatenate") return Join(node, inputs, out, /*stack=*/false, options);
   if (name == "stack") return Join(node, inputs, out, /*stack=*/true, options);
+  if (name == "take" || name == "take_along_axis") return RunGather(node, inputs, out, options);
   if (inputs.size() != 1) return absl::InvalidArgumentError("expected one input");
   const HostConstView& in = inputs[0];
   if (name == "reshape" || name == "expand_dims" || name == "squeeze") {

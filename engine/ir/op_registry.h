@@ -30,7 +30,8 @@ enum class OpFamily : uint8_t {
   kReduction,    // sum ... logsumexp, softmax, log_softmax
   kScan,         // cumsum, cumprod
   kLinalg,       // matmul, dot
-  kShape,     // reshape, transpose, broadcast_to, expand_dims, squeeze, slice, concatenate, stack
+  kShape,     // reshape, transpose, broadcast_to, expand_dims, squeeze, slice, concatenate, stack,
+              // take, take_along_axis
   kCreation,  // full, arange, random_uniform, random_normal
   kCustom,    // elementwise_kernel, reduction_kernel, raw_kernel
 };
@@ -76,6 +77,9 @@ struct InferredNode {
 //    taken and the step; the output shape gives each axis' count.
 //  - concatenate: "axis" (int, non-negative in the inputs' rank); stack:
 //    "axis" (int, non-negative in the output's rank).
+//  - take take_along_axis: "axis" (int, non-negative; take of a 0-d array:
+//    0) unless over the flattened array (absent). engine/ir/gather.h gives
+//    their geometry.
 //  - cast full arange random_uniform random_normal: "dtype" (the output
 //    dtype); full/random also "shape"; arange "start", "stop", "step"
 //    (floats); random_uniform "seed" (int), "low", "high" (floats);

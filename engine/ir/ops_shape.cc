@@ -1,8 +1,9 @@
 // The shape ops: reshape, transpose, broadcast_to, expand_dims, squeeze,
-// slice, concatenate and stack.
+// slice, concatenate and stack, and the gathers take and take_along_axis.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -264,6 +265,98 @@ absl::StatusOr<InferredNode> InferStack(Inputs in, AttrMap& attrs) {
   return Inferred(dtype, std::move(out), dtype);
 }
 
+// NumPy's shape as the "shape mismatch" message prints it: "(2,1)", "(3,)".
+std::string CompactDims(absl::Span<const int64_t> dims) {
+  std::string out = "(";
+  for (size_t i = 0; i < dims.size(); ++i) absl::StrAppend(&out, i ? "," : "", dims[i]);
+  return absl::StrCat(out, dims.size() == 1 ? ",)" : ")");
+}
+
+absl::StatusOr<InferredNode> InferTake(Inputs in, AttrMap& attrs) {
+  const ValueType& a = in[0];
+  const ValueType& idx = in[1];
+  if (!IsInteger(idx.dtype) && idx.dtype != DType::kBool) {
+    return Invalid("Cannot cast array data from dtype('", DTypeName(idx.dtype),
+                   "') to dtype('int64') according to the rule 'same_kind'");
+  }
+  std::vector<int64_t> dims;
+  int64_t axis_size = a.shape.num_elements();
+  if (std::optional<int64_t> axis = Get<int64_t>(attrs, "axis")) {
+    // NumPy takes a 0-d array as one of shape (1,) here.
+    GPUFLOW_IR_ASSIGN_OR_RETURN(const int64_t ax,
+                                NormalizeAxis(*axis, std::max(a.shape.rank(), 1)));
+    attrs["axis"] = ax;
+    const auto& ad = a.shape.dims();
+    if (a.shape.rank() > 0) {
+      dims.assign(ad.begin(), ad.begin() + ax);
+      axis_size = a.shape.dim(static_cast<int>(ax));
+    }
+    dims.insert(dims.end(), idx.shape.dims().begin(), idx.shape.dims().end());
+    if (a.shape.rank() > 0) dims.insert(dims.end(), ad.begin() + ax + 1, ad.end());
+  } else {
+    dims.assign(idx.shape.dims().begin(), idx.shape.dims().end());
+  }
+  if (dims.size() > static_cast<size_t>(kMaxRank)) {
+    return Invalid("take's result has ", dims.size(), " dimensions, more than the maximum of ",
+                   kMaxRank);
+  }
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(dims));
+  if (axis_size == 0 && idx.shape.num_elements() > 0) {
+    return Invalid("cannot do a non-empty take from an empty axes.");
+  }
+  return Inferred(a.dtype, std::move(out), a.dtype);
+}
+
+absl::StatusOr<InferredNode> InferTakeAlongAxis(Inputs in, AttrMap& attrs) {
+  const ValueType& a = in[0];
+  const ValueType& idx = in[1];
+  if (!IsInteger(idx.dtype)) return Invalid("`indices` must be an integer array");
+  std::vector<int64_t> src(a.shape.dims().begin(), a.shape.dims().end());
+  int64_t axis = 0;
+  if (std::optional<int64_t> given = Get<int64_t>(attrs, "axis")) {
+    GPUFLOW_IR_ASSIGN_OR_RETURN(axis, NormalizeAxis(*given, a.shape.rank()));
+    attrs["axis"] = axis;
+  } else {
+    src = {a.shape.num_elements()};  // the flattened array
+  }
+  if (static_cast<int>(src.size()) != idx.shape.rank()) {
+    return Invalid("`indices` and `arr` must have the same number of dimensions");
+  }
+  std::vector<int64_t> dims;
+  bool fits = true;
+  for (int d = 0; d < idx.shape.rank(); ++d) {
+    const int64_t i = idx.shape.dim(d);
+    if (d == axis || src[d] == i || src[d] == 1) {
+      dims.push_back(i);
+    } else if (i == 1) {
+      dims.push_back(src[d]);
+    } else {
+      fits = false;
+    }
+  }
+  if (!fits) {
+    // NumPy's fancy index: an arange along each other axis, the indices along `axis`.
+    std::string shapes;
+    for (int d = 0; d < idx.shape.rank(); ++d) {
+      std::vector<int64_t> s(idx.shape.rank(), 1);
+      if (d == axis) {
+        s.assign(idx.shape.dims().begin(), idx.shape.dims().end());
+      } else {
+        s[d] = src[d];
+      }
+      absl::StrAppend(&shapes, CompactDims(s), " ");
+    }
+    return Invalid("shape mismatch: indexing arrays could not be broadcast together with shapes ",
+                   shapes);
+  }
+  GPUFLOW_IR_ASSIGN_OR_RETURN(Shape out, Shape::Create(dims));
+  if (src[axis] == 0 && out.num_elements() > 0) {
+    return Invalid("index out of bounds: a non-empty take_along_axis from axis ", axis,
+                   " of size 0");
+  }
+  return Inferred(a.dtype, std::move(out), a.dtype);
+}
+
 }  // namespace
 
 void AddShapeOps(std::vector<OpDef>& ops) {
@@ -298,6 +391,21 @@ void AddShapeOps(std::vector<OpDef>& ops) {
                        "joins arrays along an existing axis; promoted dtype", InferConcatenate));
   ops.push_back(MakeOp("stack", OpFamily::kShape, 1, -1, {join_axis},
                        "joins arrays of one shape along a new axis; promoted dtype", InferStack));
+  ops.push_back(MakeOp(
+      "take", OpFamily::kShape, 2, 2,
+      {Attr("axis", AttrType::kInt, false, "the axis indexed (absent: the flattened array)")},
+      "numpy.take(a, indices, axis) with mode 'raise': the elements of `a` at integer (or bool) "
+      "`indices` along `axis`; negative indices count from the end, out-of-bounds ones are an "
+      "error; same dtype",
+      InferTake));
+  ops.push_back(MakeOp(
+      "take_along_axis", OpFamily::kShape, 2, 2,
+      {Attr("axis", AttrType::kInt, false,
+            "the axis indexed (absent: the flattened array; the indices must be 1-D)")},
+      "numpy.take_along_axis(arr, indices, axis): integer `indices` of arr's rank, broadcast "
+      "with arr along the other axes; negative indices count from the end, out-of-bounds ones "
+      "are an error; same dtype",
+      InferTakeAlongAxis));
 }
 
 }  // namespace gpuflow::internal

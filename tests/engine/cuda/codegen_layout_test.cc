@@ -1,8 +1,10 @@
-// Shape ops and `full` as strided copies: the copy plans (layouts, bases,
-// memcpy where possible) and NVRTC compiles of every kernel for sm_90 (no
-// GPU needed). Values are checked on the GPU by the conformance suite.
+// Shape ops and `full` as strided copies, take and take_along_axis as
+// gathers: the copy plans (layouts, bases, memcpy where possible) and NVRTC
+// compiles of every kernel for sm_90 (no GPU needed). Values are checked on the GPU by the
+// conformance suite.
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -123,6 +125,60 @@ TEST(CodegenLayoutTest, EveryCopyKernelCompilesForSm90) {
   CompileOptions options;
   options.arch = 90;
   absl::StatusOr<CompiledModule> m = CompileToCubin(program, "layout.cu", options);
+  EXPECT_THAT(m, IsOk());
+}
+
+Node Take(const std::string& op, std::optional<int64_t> axis) {
+  AttrMap attrs;
+  if (axis) attrs["axis"] = *axis;
+  return Op(op, 2, std::move(attrs));
+}
+
+TEST(CodegenLayoutTest, TakeIsAGatherWithMergedDims) {
+  const std::vector<LayoutCopy> c =
+      Copies(Prepare(Take("take", 1), {{DType::kFloat32, {2, 3, 4}}, {DType::kInt32, {5, 6}}}));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].index_input, 1);
+  EXPECT_FALSE(c[0].memcpy);
+  EXPECT_EQ(c[0].name, "gf_gather_b4_int32_r3");
+  // [src, dst, indices, error word, n, axis size, axis stride, dims (2, 30, 4),
+  //  src strides (12, 0, 1), index strides (0, 1, 0)]: the index dims merge.
+  EXPECT_THAT(c[0].words, ElementsAre(0, 0, 0, 0, 240, 3, 4, 2, 30, 4, 12, 0, 1, 0, 1, 0));
+}
+
+TEST(CodegenLayoutTest, TakeAlongAxisBroadcastsThroughZeroStrides) {
+  const std::vector<LayoutCopy> c = Copies(
+      Prepare(Take("take_along_axis", 1), {{DType::kBool, {1, 3}}, {DType::kUInt8, {4, 2}}}));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].name, "gf_gather_bool_uint8_r1");
+  // Output (4, 2): the source row serves every row, the indices are read in
+  // order, so one merged dim of 8.
+  EXPECT_THAT(c[0].words, ElementsAre(0, 0, 0, 0, 8, 3, 1, 8, 0, 1));
+}
+
+TEST(CodegenLayoutTest, EveryGatherKernelCompilesForSm90) {
+  std::map<std::string, std::string> kernels;  // name -> kernel text
+  auto add = [&](const Prepared& p) {
+    for (const LayoutCopy& c : Copies(p))
+      kernels[c.name] = c.source.substr(std::strlen(kDeviceLibrary));
+  };
+  for (const DTypeInfo& src : AllDTypes()) {
+    for (const DTypeInfo& index : AllDTypes()) {
+      if (IsFloat(index.dtype)) continue;
+      add(Prepare(Take("take", std::nullopt), {{src.dtype, {7}}, {index.dtype, {3}}}));
+      add(Prepare(Take("take", 0), {{src.dtype, {5, 3}}, {index.dtype, {2, 3}}}));
+      if (index.dtype != DType::kBool) {
+        add(Prepare(Take("take_along_axis", 1),
+                    {{src.dtype, {2, 3, 4}}, {index.dtype, {2, 5, 1}}}));
+      }
+    }
+  }
+  std::string program = kDeviceLibrary;
+  for (const auto& [name, text] : kernels) program += text;
+  EXPECT_GT(kernels.size(), 60u);
+  CompileOptions options;
+  options.arch = 90;
+  absl::StatusOr<CompiledModule> m = CompileToCubin(program, "gather.cu", options);
   EXPECT_THAT(m, IsOk());
 }
 

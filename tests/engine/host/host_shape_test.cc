@@ -1,6 +1,8 @@
 // Shape ops against index arithmetic done here.
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -257,6 +259,123 @@ TEST(HostShapeTest, LargeTransposeWithThreads) {
   ASSERT_THAT(r, IsOk());
   for (int64_t i = 0; i < 263; ++i) {
     for (int64_t j = 0; j < 257; ++j) ASSERT_EQ(r->At(i * 257 + j), x.At(j * 263 + i));
+  }
+}
+
+// ---- take and take_along_axis ------------------------------------------------
+
+absl::StatusOr<TestArray> Gather(const std::string& op, const TestArray& a, const TestArray& idx,
+                                 const Shape& out, std::optional<int64_t> axis,
+                                 HostKernelOptions options = {}) {
+  AttrMap attrs;
+  if (axis) attrs["axis"] = *axis;
+  return RunNode(MakeNode(op, {a.type(), idx.type()}, {a.dtype, out}, a.dtype, std::move(attrs)),
+                 {a, idx}, options);
+}
+
+TEST(HostGatherTest, TakeAlongAnAxisMatchesIndexArithmeticForEveryDType) {
+  for (DType d : kAllDTypes) {
+    const TestArray a = RandomArray(d, S({3, 5, 2}), 7);
+    for (DType id : kIntDTypes) {
+      const std::vector<double> raw =
+          IsSigned(id) ? std::vector<double>{4, -1, 0, -5} : std::vector<double>{4, 1, 0, 3};
+      const TestArray idx = MakeArray(id, S({4}), raw);
+      absl::StatusOr<TestArray> r = Gather("take", a, idx, S({3, 4, 2}), 1, ManyThreads());
+      ASSERT_THAT(r, IsOk()) << DTypeName(d) << " " << DTypeName(id);
+      std::vector<double> want;
+      for (int i = 0; i < 3; ++i) {
+        for (double j : raw) {
+          const int64_t jj = j < 0 ? static_cast<int64_t>(j) + 5 : static_cast<int64_t>(j);
+          for (int k = 0; k < 2; ++k) want.push_back(a.At(i * 10 + jj * 2 + k));
+        }
+      }
+      ExpectValues(*r, want, 0, std::string(DTypeName(d)));
+    }
+  }
+}
+
+TEST(HostGatherTest, TakeOfTheFlattenedArray0dAndEmptyIndices) {
+  const TestArray a = MakeArray(DType::kFloat32, S({2, 3}), {0, 1, 2, 3, 4, 5});
+  const TestArray idx = MakeArray(DType::kInt64, S({2, 2}), {5, -6, 3, 0});
+  absl::StatusOr<TestArray> r = Gather("take", a, idx, S({2, 2}), std::nullopt);
+  ASSERT_THAT(r, IsOk());
+  ExpectValues(*r, {5, 0, 3, 0});
+  r = Gather("take", a, Scalar0d(DType::kInt16, -2), S({}), std::nullopt);
+  ASSERT_THAT(r, IsOk());
+  ExpectValues(*r, {4});
+  // A 0-d array taken along axis 0.
+  r = Gather("take", Scalar0d(DType::kInt8, 9), MakeArray(DType::kInt32, S({3}), {0, -1, 0}),
+             S({3}), 0);
+  ASSERT_THAT(r, IsOk());
+  ExpectValues(*r, {9, 9, 9});
+  r = Gather("take", a, Empty(DType::kInt64, S({0})), S({2, 0}), 1);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->size(), 0);
+  // Bool indices are 0 and 1 (NumPy casts them to intp).
+  r = Gather("take", a, MakeArray(DType::kBool, S({2}), {1, 0}), S({2}), std::nullopt);
+  ASSERT_THAT(r, IsOk());
+  ExpectValues(*r, {1, 0});
+}
+
+TEST(HostGatherTest, TakeAlongAxisBroadcastsBothWays) {
+  // arr (1, 3) against indices (2, 2) along axis 1: rows of arr broadcast.
+  const TestArray a = MakeArray(DType::kInt32, S({1, 3}), {10, 11, 12});
+  const TestArray idx = MakeArray(DType::kUInt8, S({2, 2}), {2, 0, 1, 1});
+  absl::StatusOr<TestArray> r = Gather("take_along_axis", a, idx, S({2, 2}), 1);
+  ASSERT_THAT(r, IsOk());
+  ExpectValues(*r, {12, 10, 11, 11});
+  // arr (2, 3) against indices (1, 4): the index row serves every row.
+  const TestArray b = MakeArray(DType::kFloat64, S({2, 3}), {0, 1, 2, 3, 4, 5});
+  r = Gather("take_along_axis", b, MakeArray(DType::kInt64, S({1, 4}), {-1, 0, 1, 2}), S({2, 4}), 1,
+             ManyThreads());
+  ASSERT_THAT(r, IsOk());
+  ExpectValues(*r, {2, 0, 1, 2, 5, 3, 4, 5});
+  // Along axis 0 and over the flattened array.
+  r = Gather("take_along_axis", b, MakeArray(DType::kInt64, S({1, 3}), {1, 0, 1}), S({1, 3}), 0);
+  ASSERT_THAT(r, IsOk());
+  ExpectValues(*r, {3, 1, 5});
+  r = Gather("take_along_axis", b, MakeArray(DType::kInt16, S({3}), {5, -6, 2}), S({3}),
+             std::nullopt);
+  ASSERT_THAT(r, IsOk());
+  ExpectValues(*r, {5, 0, 2});
+}
+
+TEST(HostGatherTest, OutOfBoundsIndicesFailWithNumpysMessage) {
+  const TestArray a = RandomArray(DType::kFloat32, S({5, 2}), 3);
+  EXPECT_THAT(Gather("take", a, MakeArray(DType::kInt64, S({3}), {1, 7, 9}), S({3, 2}), 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("index 7 is out of bounds for axis 0 with size 5")));
+  EXPECT_THAT(Gather("take", a, MakeArray(DType::kInt8, S({1}), {-6}), S({1, 2}), 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("index -6 is out of bounds for axis 0 with size 5")));
+  TestArray huge = Empty(DType::kUInt64, S({1}));
+  const uint64_t big = uint64_t{1} << 63;
+  std::memcpy(huge.bytes.data(), &big, 8);
+  EXPECT_THAT(Gather("take", a, huge, S({1}), std::nullopt),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("index 9223372036854775808 is out of bounds for axis 0 with "
+                                 "size 10")));
+  EXPECT_THAT(Gather("take_along_axis", a, MakeArray(DType::kInt32, S({5, 1}), {0, 0, 2, 0, 0}),
+                     S({5, 1}), 1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("index 2 is out of bounds for axis 1 with size 2")));
+  EXPECT_THAT(
+      Gather("take_along_axis", a, MakeArray(DType::kInt32, S({1}), {10}), S({1}), std::nullopt),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("index 10 is out of bounds for size 10")));
+}
+
+TEST(HostGatherTest, LargeTakeIsTheSameOnManyThreads) {
+  const TestArray a = RandomArray(DType::kInt32, S({1023, 7}), 11);
+  const TestArray idx = RandomArray(DType::kInt64, S({3, 1025}), 12, -1023, 1022);
+  absl::StatusOr<TestArray> one = Gather("take", a, idx, S({3, 1025, 7}), 0);
+  absl::StatusOr<TestArray> many = Gather("take", a, idx, S({3, 1025, 7}), 0, ManyThreads());
+  ASSERT_THAT(one, IsOk());
+  ASSERT_THAT(many, IsOk());
+  EXPECT_EQ(one->bytes, many->bytes);
+  for (int64_t i = 0; i < idx.size(); i += 97) {
+    const int64_t j = idx.IntAt(i) < 0 ? idx.IntAt(i) + 1023 : idx.IntAt(i);
+    EXPECT_EQ(one->At(i * 7 + 3), a.At(j * 7 + 3));
   }
 }
 

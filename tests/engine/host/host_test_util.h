@@ -271,6 +271,8 @@ inline OpFamily FamilyOf(const std::string& name) {
       {"slice", OpFamily::kShape},
       {"concatenate", OpFamily::kShape},
       {"stack", OpFamily::kShape},
+      {"take", OpFamily::kShape},
+      {"take_along_axis", OpFamily::kShape},
       {"full", OpFamily::kCreation},
       {"arange", OpFamily::kCreation},
       {"random_uniform", OpFamily::kCreation},

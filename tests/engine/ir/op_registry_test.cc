@@ -126,7 +126,7 @@ TEST(OpRegistryTest, ListsExactlyTheOpsOfTheDocs) {
   std::set<std::string> registered;
   for (const OpDef& op : OpRegistry::Default().ops()) registered.insert(op.name);
   EXPECT_EQ(registered, documented);
-  EXPECT_EQ(registered.size(), 83u);
+  EXPECT_EQ(registered.size(), 85u);
 }
 
 TEST(OpRegistryTest, OpsAreSortedAndFindable) {
@@ -185,6 +185,8 @@ TEST(OpRegistryTest, FamiliesAndArities) {
                                                  {"slice", OpFamily::kShape, 1, 1},
                                                  {"concatenate", OpFamily::kShape, 1, -1},
                                                  {"stack", OpFamily::kShape, 1, -1},
+                                                 {"take", OpFamily::kShape, 2, 2},
+                                                 {"take_along_axis", OpFamily::kShape, 2, 2},
                                                  {"full", OpFamily::kCreation, 1, 1},
                                                  {"arange", OpFamily::kCreation, 0, 0},
                                                  {"random_uniform", OpFamily::kCreation, 0, 0},

@@ -11,3 +11,4 @@ gpuflow_test(validate_test SRCS engine/ir/validate_test.cc
              DEPS gpuflow::ir gpuflow::testing absl::strings LABELS unit)
 # op_registry_test reads docs/ops.md to check that the registry lists every op.
 target_compile_definitions(op_registry_test PRIVATE GPUFLOW_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+gpuflow_test(gather_test SRCS engine/ir/gather_test.cc DEPS gpuflow::ir gpuflow::testing LABELS unit)
