@@ -39,6 +39,11 @@ CASES = [
     ("cumsum", lambda g, x, *_: g.cumsum(x, axis=1), np.cumsum(X, axis=1), 1e-5),
     ("transpose", lambda g, x, *_: g.transpose(x, axes=[2, 0, 1]), X.transpose(2, 0, 1), None),
     ("full", lambda g, *_: g.full(2.5, shape=[3, 4]), np.full((3, 4), 2.5), None),
+    ("take", lambda g, x, long, i, j: g.take(x, g.reshape(i, shape=[24]), axis=1),
+     np.take(X, I.reshape(24), axis=1), None),
+    ("take_along_axis", lambda g, x, long, i, j: g.take_along_axis(
+        x, g.reshape(g.floordiv(g.add(i, 50), 2), shape=[1, 24, 1]), axis=1),
+     np.take_along_axis(X, ((I + 50) // 2).reshape(1, 24, 1), axis=1), None),
     ("arange", lambda g, *_: g.arange(start=3, stop=40, step=3), np.arange(3, 40, 3), None),
     ("random_normal", lambda g, *_: g.random_normal(shape=[1000], seed=5), None, None),
     ("matmul float32", lambda g, x, *_: g.matmul(x, g.transpose(x, axes=[0, 2, 1])),

@@ -6,11 +6,15 @@
     x[x < 0] = 0                 # a boolean mask (RemoteArray or numpy) and a scalar
     z = x.at[2:].add(1)          # JAX: a new array; x is left alone
 
+    y = x[idx]                   # integer arrays: a take node (numpy, list or RemoteArray)
+    y = x[:, idx]                # ... along axis 1
+    y = x[i0, :, i1]             # several broadcast together, NumPy's placement rules
+
 Assignment rebinds the Python object to a new value: a RemoteArray taken
 from ``x`` earlier (``v = x[0]``) keeps the old value (no views alias; see
-docs/python.md, "Differences from CuPy"). Integer-array indexing and reading
-through a boolean mask need gather/compaction ops the server does not have
-(IndexError).
+docs/python.md, "Differences from CuPy"). Reading through a boolean mask
+(``x[mask]``) is not supported yet (IndexError): its shape depends on the
+data. Assigning through integer arrays needs a scatter op (IndexError).
 """
 
 import operator
@@ -37,14 +41,18 @@ def _is_bool_index(k):
     return False
 
 
+_BOOL_MASK = ("boolean mask indexing is not supported yet (the result's shape depends on the "
+              "data); use gpuflow.where, or assign through the mask (x[mask] = v works)")
+_VALID = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
+          "boolean arrays are valid indices")
+
+
 def _refuse_advanced(k):
     if _is_bool_index(k):
-        raise IndexError("boolean indexing reads a data-dependent number of elements, which needs "
-                         "a compaction op gpuflow does not have; use gpuflow.where (assignment "
-                         "x[mask] = v works)")
+        raise IndexError(_BOOL_MASK)
     raise IndexError(
-        "gpuflow supports basic indexing only (integers, slices, None and ...), got "
-        f"{type(k).__name__}; integer-array indexing needs a gather op gpuflow does not have")
+        "assignment through integer arrays needs a scatter op gpuflow does not have; it takes "
+        f"integers, slices, None, ... and boolean masks, got {type(k).__name__}")
 
 
 def expand_key(shape, key):
@@ -92,8 +100,18 @@ def expand_key(shape, key):
 
 
 def getitem(a, key):
-    """``a[key]`` for a basic index: one slice node, then squeeze and
-    expand_dims where integers and None ask for them."""
+    """``a[key]``: basic indexing (one slice node, then squeeze and
+    expand_dims), or NumPy's advanced indexing with integer arrays
+    (_advanced)."""
+    from gpuflow import _gather
+
+    advanced = _gather.advanced_key(a, key)
+    if advanced is not None:
+        return _gather.getitem_advanced(a, advanced)
+    return _basic_getitem(a, key)
+
+
+def _basic_getitem(a, key):
     from gpuflow.remote_array import RemoteArray, apply
 
     starts, stops, steps, axes, squeezed, new_axes = [], [], [], [], [], []

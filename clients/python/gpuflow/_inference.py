@@ -407,6 +407,59 @@ def _dot(a, b):
     return dtype, tuple(out)
 
 
+def take_shape(shape, indices, axis):
+    """numpy.take's result shape (the server's InferTake): TypeError for
+    float indices, IndexError for a non-empty take from an empty axis."""
+    if _KIND[indices.dtype] == "f":
+        raise TypeError(f"Cannot cast array data from dtype('{indices.dtype}') to "
+                        "dtype('int64') according to the rule 'same_kind'")
+    if axis is None:
+        size, out = math.prod(shape), tuple(indices.shape)
+    else:
+        axis = normalize_axis(axis, max(len(shape), 1))  # a 0-d array is taken as (1,)
+        if not shape:
+            size, out = 1, tuple(indices.shape)
+        else:
+            size = shape[axis]
+            out = tuple(shape[:axis]) + tuple(indices.shape) + tuple(shape[axis + 1:])
+    if size == 0 and math.prod(indices.shape) > 0:
+        raise IndexError("cannot do a non-empty take from an empty axes.")
+    return out
+
+
+def _compact(shape):
+    return "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def take_along_axis_shape(shape, indices, axis):
+    """numpy.take_along_axis's result shape (the server's
+    InferTakeAlongAxis), with NumPy's errors."""
+    if _KIND[indices.dtype] not in "iu":
+        raise IndexError("`indices` must be an integer array")
+    if axis is None:
+        shape, axis = (math.prod(shape),), 0
+    else:
+        axis = normalize_axis(axis, len(shape))
+    if len(shape) != len(indices.shape):
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    out = []
+    for d, (n, i) in enumerate(zip(shape, indices.shape)):
+        if d == axis or n == i or n == 1:
+            out.append(i)
+        elif i == 1:
+            out.append(n)
+        else:
+            fancy = [tuple(indices.shape) if e == axis else
+                     tuple(shape[e] if k == e else 1 for k in range(len(shape)))
+                     for e in range(len(shape))]
+            raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
+                             "with shapes " + "".join(_compact(f) + " " for f in fancy))
+    if shape[axis] == 0 and math.prod(out) > 0:
+        raise IndexError(f"index out of bounds: a non-empty take_along_axis from axis {axis} of "
+                         "size 0")
+    return tuple(out)
+
+
 def _arange_shape(attrs):
     start, stop, step = attrs.get("start", 0), attrs["stop"], attrs.get("step", 1)
     if step == 0:
@@ -540,6 +593,10 @@ def infer(op, types, attrs):
         shape = list(first)
         shape.insert(axis, len(types))
         return promote_types([Type(t.dtype, t.shape) for t in types]), tuple(shape)
+    if op == "take":
+        return a.dtype, take_shape(a.shape, types[1], attrs.get("axis"))
+    if op == "take_along_axis":
+        return a.dtype, take_along_axis_shape(a.shape, types[1], attrs.get("axis"))
     if op == "full":
         return attrs.get("dtype") or a.dtype, tuple(attrs["shape"])
     if op == "arange":

@@ -314,6 +314,20 @@ def flip(m, axis=None):
     return m[tuple(key)]
 
 
+def take(a, indices, axis=None, out=None, mode="raise"):
+    """numpy.take (gpuflow._gather): one take node."""
+    from gpuflow import _gather
+
+    return _gather.take(a, indices, axis, out, mode)
+
+
+def take_along_axis(arr, indices, axis=-1):
+    """numpy.take_along_axis (gpuflow._gather): one take_along_axis node."""
+    from gpuflow import _gather
+
+    return _gather.take_along_axis(arr, indices, axis)
+
+
 def _joined(op, arrays, axis, out, dtype, casting):
     arrays = list(arrays)
     if not arrays:
@@ -513,6 +527,6 @@ __all__ = sorted(
         "matmul", "max", "mean", "min", "moveaxis", "ndarray", "ndim", "ones", "ones_like",
         "prod", "random", "random_normal", "random_uniform", "ravel", "reshape", "result_type",
         "round", "shape", "size", "softmax", "squeeze", "stack", "std", "sum", "swapaxes",
-        "transpose", "ufunc", "var", "where", "zeros", "zeros_like",
+        "take", "take_along_axis", "transpose", "ufunc", "var", "where", "zeros", "zeros_like",
     ]
 )

@@ -843,8 +843,10 @@ class RemoteArray(ArrayMembers):
     # -- indexing ----------------------------------------------------------------------------
 
     def __getitem__(self, key):
-        """Basic indexing: integers, slices (any step, negative too), None
-        and ``...`` (gpuflow._indexing)."""
+        """NumPy's indexing: integers, slices (any step, negative too), None,
+        ``...`` and integer arrays (RemoteArrays, numpy arrays, lists),
+        broadcast together and placed as NumPy places them
+        (gpuflow._indexing, gpuflow._gather). Boolean masks: IndexError."""
         from gpuflow import _indexing
 
         return _indexing.getitem(self, key)
@@ -855,6 +857,12 @@ class RemoteArray(ArrayMembers):
         from gpuflow import _indexing
 
         self._expr = _indexing.assign(self, key, value)._expr
+
+    def take(self, indices, axis=None, out=None, mode="raise"):
+        """numpy.ndarray.take."""
+        from gpuflow import _gather
+
+        return _gather.take(self, indices, axis, out, mode)
 
     # -- shape -------------------------------------------------------------------------------
 
