@@ -20,6 +20,7 @@ import gpuflow
 import gpuflow as gf
 from gpuflow import jit
 from conftest import BACKEND
+from kernel_nodes import attrs_of, node_of, runs_or_needs_cuda
 from nvrtc_check import assert_compiles, needs_compiler
 
 CUDA = BACKEND == "cuda"
@@ -709,28 +710,6 @@ def test_use_before_assignment_and_reserved_names():
 
 
 # ---- launches ---------------------------------------------------------------------------------
-
-
-def node_of(array):
-    graph, _ = gf.to_graph(array)
-    return graph.proto.nodes[-1]
-
-
-def attrs_of(node):
-    out = {}
-    for key, value in node.attrs.items():
-        kind = value.WhichOneof("value")
-        v = getattr(value, kind)
-        out[key] = list(v.values) if kind in ("ints", "floats", "strings") else v
-    return out
-
-
-def runs_or_needs_cuda(array, expected, rtol=1e-6):
-    if CUDA:
-        np.testing.assert_allclose(array.get(), expected, rtol=rtol)
-    else:
-        with pytest.raises(gf.FailedPreconditionError, match="cuda"):
-            array.get()
 
 
 def test_both_call_forms_build_raw_kernel_nodes(raw_kernel_server):

@@ -12,9 +12,8 @@ import pytest
 
 import gpuflow as gf
 from gpuflow._inference import AxisError
-from conftest import BACKEND
+from kernel_nodes import attrs_of, node_of, runs_or_needs_cuda
 
-CUDA = BACKEND == "cuda"
 
 SOFTPLUS = gf.ElementwiseKernel(
     "T x, float64 threshold", "T y",
@@ -29,37 +28,12 @@ extern "C" __global__ void vec_add(const float* a, const float* b, float* y, int
 VEC_ADD = gf.RawKernel(VEC_ADD_SOURCE, "vec_add")
 
 
-def node_of(array):
-    """The graph node that computes `array` (the last one of its graph)."""
-    graph, _ = gf.to_graph(array)
-    return graph.proto.nodes[-1]
-
-
-def attrs_of(node):
-    out = {}
-    for key, value in node.attrs.items():
-        kind = value.WhichOneof("value")
-        v = getattr(value, kind)
-        out[key] = list(v.values) if kind in ("ints", "floats", "strings") else v
-    return out
-
-
 def scalar_of(node, i):
     msg = node.inputs[i]
     assert msg.WhichOneof("source") == "scalar", msg
     value = getattr(msg.scalar, msg.scalar.WhichOneof("value"))
     dtype = gf.v1.types_pb2.DType.Name(msg.scalar.dtype) if msg.scalar.dtype else None
     return value, dtype
-
-
-def runs_or_needs_cuda(array, expected, rtol=1e-6):
-    """On CUDA: the array equals `expected`. On the CPU backend: the server
-    refuses with FAILED_PRECONDITION, naming the CUDA backend."""
-    if CUDA:
-        np.testing.assert_allclose(array.get(), expected, rtol=rtol)
-    else:
-        with pytest.raises(gf.FailedPreconditionError, match="cuda"):
-            array.get()
 
 
 # ---- ElementwiseKernel ---------------------------------------------------------------

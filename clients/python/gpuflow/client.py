@@ -59,8 +59,12 @@ def _rpc(method, request, **kwargs):
         raise from_rpc_error(err) from None
 
 
-def _dtype_name(dtype):
-    return "bfloat16" if isinstance(dtype, str) and dtype == "bfloat16" else np.dtype(dtype).name
+def _checked_transport(transport):
+    """``transport`` when it is one Session.upload/download take, else
+    ValueError."""
+    if transport not in ("auto", "grpc", "shm", "cuda_ipc"):
+        raise ValueError(f"transport must be 'auto', 'grpc', 'shm' or 'cuda_ipc', got {transport!r}")
+    return transport
 
 
 # The name prefix of the client's threads for asynchronous work.
@@ -533,11 +537,8 @@ class Session:
     def _use_shm(self, transport, nbytes):
         """Whether a transfer of ``nbytes`` (None: not known) of host memory
         goes through shared memory."""
-        if transport in ("grpc", "cuda_ipc"):
+        if _checked_transport(transport) in ("grpc", "cuda_ipc"):
             return False
-        if transport not in ("shm", "auto"):
-            raise ValueError("transport must be 'auto', 'grpc', 'shm' or 'cuda_ipc', "
-                             f"got {transport!r}")
         if transport == "auto" and (nbytes == 0 or not self._client.limits.allow_shared_memory):
             return False
         self._check_open()
@@ -572,10 +573,7 @@ class Session:
         """Whether a transfer to or from the CUDA array ``device`` (a
         gpuflow._cuda_ipc.DeviceArray) goes by CUDA IPC; for
         ``transport="cuda_ipc"`` an error says why it cannot."""
-        if transport not in ("auto", "cuda_ipc"):
-            if transport not in ("grpc", "shm"):
-                raise ValueError("transport must be 'auto', 'grpc', 'shm' or 'cuda_ipc', "
-                                 f"got {transport!r}")
+        if _checked_transport(transport) not in ("auto", "cuda_ipc"):
             return False
         from gpuflow import _cuda_ipc
         from gpuflow.errors import FailedPreconditionError, PermissionDeniedError
@@ -744,10 +742,11 @@ class Session:
 
         device = _cuda_ipc.device_array(array)
         if device is not None:
-            same_dtype = dtype is None or _dtype_name(dtype) == device.dtype
+            from gpuflow.remote_array import dtype_name, host_array
+
+            same_dtype = dtype is None or dtype_name(dtype) == device.dtype
             if same_dtype and self._use_ipc(transport, device):
                 return self._upload_device(device, name)
-            from gpuflow.remote_array import host_array
 
             array, host_dtype = host_array(array)  # through host memory
             if dtype is None and host_dtype == "bfloat16":
