@@ -51,7 +51,9 @@ bool IsDeviceAddress(uint64_t word) {
     cudaGetLastError();  // not sticky: clear it
     return false;
   }
-  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+  // Pinned host memory mapped into the device (the run's error words) is an
+  // address too.
+  return attributes.type != cudaMemoryTypeUnregistered;
 }
 
 // FNV-1a, 64 bits: enough to tell two sources apart in a log.

@@ -35,21 +35,9 @@ absl::StatusOr<std::shared_ptr<const std::optional<std::vector<LayoutCopy>>>> Ge
       "layout", [&] { return GenerateLayoutCopies(ctx.graph, ctx.step); });
 }
 
-// The device gather (codegen_layout.cc, its range checks device_errors.h)
-// compiles for sm_90 in CI but has not yet passed its tests on the H200
-// (bench/RESULTS.md, session 8, run 32): until it has, take and
-// take_along_axis run on the host path, whose kernels the CPU backend's
-// tests hold to NumPy. Set to true to run them on the device.
-constexpr bool kGathersOnDevice = false;
-
-bool HostGather(const ValidatedNode& node) {
-  return !kGathersOnDevice && (node.op->name == "take" || node.op->name == "take_along_axis");
-}
-
 }  // namespace
 
 absl::StatusOr<bool> RunLayout(StepRunContext& ctx) {
-  if (HostGather(ctx.root())) return false;
   absl::StatusOr<std::shared_ptr<const std::optional<std::vector<LayoutCopy>>>> copies =
       Generate(ctx);
   if (!copies.ok()) return copies.status();
@@ -96,7 +84,6 @@ absl::StatusOr<bool> RunLayout(StepRunContext& ctx) {
 }
 
 absl::Status CompileLayout(StepCompileContext& ctx) {
-  if (HostGather(ctx.root())) return absl::OkStatus();  // runs on the host
   absl::StatusOr<std::shared_ptr<const std::optional<std::vector<LayoutCopy>>>> copies =
       Generate(ctx);
   if (!copies.ok()) return copies.status();

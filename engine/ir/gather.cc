@@ -43,7 +43,7 @@ absl::StatusOr<GatherLayout> GatherLayoutOf(const ValidatedNode& node) {
     g.index_strides = idx_strides;
     g.axis_size = src.num_elements();
     g.axis_stride = 1;
-    g.error_axis = take ? 0 : -1;
+    g.error_axis = 0;
     return g;
   }
   const int64_t a = *axis;
@@ -84,9 +84,6 @@ std::string GatherIndexError(const GatherLayout& layout, DType index_dtype, uint
   const std::string index = KindOf(index_dtype) == DTypeKind::kUnsigned
                                 ? absl::StrCat(index_bits)
                                 : absl::StrCat(static_cast<int64_t>(index_bits));
-  if (layout.error_axis < 0) {
-    return absl::StrCat("index ", index, " is out of bounds for size ", layout.axis_size);
-  }
   return absl::StrCat("index ", index, " is out of bounds for axis ", layout.error_axis,
                       " with size ", layout.axis_size);
 }

@@ -32,8 +32,8 @@ struct GatherLayout {
   // neighbours along it (the flattened source: its size and 1).
   int64_t axis_size = 0;
   int64_t axis_stride = 1;
-  // The axis errors name; -1: none (take_along_axis of the flattened
-  // array: "index 9 is out of bounds for size 6", as NumPy).
+  // The axis errors name (0 for the flattened source, as NumPy 2 says:
+  // "index 9 is out of bounds for axis 0 with size 6").
   int64_t error_axis = 0;
 };
 
@@ -41,7 +41,8 @@ struct GatherLayout {
 absl::StatusOr<GatherLayout> GatherLayoutOf(const ValidatedNode& node);
 
 // NumPy's IndexError text for `index`: "index 7 is out of bounds for axis 0
-// with size 5" (or "... for size 5" when error_axis is -1). The index as
+// with size 5" (NumPy 2's text; NumPy 1 said "for size 5" for
+// take_along_axis of the flattened array). The index as
 // the indices' dtype holds it: `index_bits` is the element zero-extended
 // (unsigned dtypes) or sign-extended (signed) to 64 bits.
 std::string GatherIndexError(const GatherLayout& layout, DType index_dtype, uint64_t index_bits);

@@ -23,11 +23,6 @@ def softmax(x, axis):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-# The CUDA backend runs gathers on the host until its device gather has
-# passed on the H200 (engine/cuda/run_layout.cc, kGathersOnDevice).
-HOST_GATHER = pytest.mark.xfail(BACKEND == "cuda", strict=True,
-                                reason="take runs on the host path on CUDA for now")
-
 # (name, build(g, x, long, i, j) -> node, expected value or None, rtol)
 CASES = [
     ("elementwise", lambda g, x, *_: g.add(g.mul(g.sqrt(g.abs(x)), 2), 1),
@@ -45,14 +40,11 @@ CASES = [
     ("cumsum", lambda g, x, *_: g.cumsum(x, axis=1), np.cumsum(X, axis=1), 1e-5),
     ("transpose", lambda g, x, *_: g.transpose(x, axes=[2, 0, 1]), X.transpose(2, 0, 1), None),
     ("full", lambda g, *_: g.full(2.5, shape=[3, 4]), np.full((3, 4), 2.5), None),
-    pytest.param(
-        ("take", lambda g, x, long, i, j: g.take(x, g.reshape(i, shape=[24]), axis=1),
-         np.take(X, I.reshape(24), axis=1), None), marks=HOST_GATHER, id="take"),
-    pytest.param(
-        ("take_along_axis", lambda g, x, long, i, j: g.take_along_axis(
-            x, g.reshape(g.floordiv(g.add(i, 50), 2), shape=[1, 24, 1]), axis=1),
-         np.take_along_axis(X, ((I + 50) // 2).reshape(1, 24, 1), axis=1), None),
-        marks=HOST_GATHER, id="take_along_axis"),
+    ("take", lambda g, x, long, i, j: g.take(x, g.reshape(i, shape=[24]), axis=1),
+     np.take(X, I.reshape(24), axis=1), None),
+    ("take_along_axis", lambda g, x, long, i, j: g.take_along_axis(
+        x, g.reshape(g.floordiv(g.add(i, 50), 2), shape=[1, 24, 1]), axis=1),
+     np.take_along_axis(X, ((I + 50) // 2).reshape(1, 24, 1), axis=1), None),
     ("arange", lambda g, *_: g.arange(start=3, stop=40, step=3), np.arange(3, 40, 3), None),
     ("random_normal", lambda g, *_: g.random_normal(shape=[1000], seed=5), None, None),
     ("matmul float32", lambda g, x, *_: g.matmul(x, g.transpose(x, axes=[0, 2, 1])),
@@ -67,8 +59,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES,
-                         ids=[c.id if hasattr(c, "marks") else c[0] for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_step_runs_on_the_device(session, case):
     name, build, want, rtol = case
     for n, v in (("x", X), ("long", LONG), ("i", I), ("j", J)):

@@ -131,8 +131,7 @@ def take_along_axis(arr, indices, axis=-1):
     if not isinstance(indices, ra.RemoteArray):
         if axis is None:
             size = math.prod(arr.shape)
-            _check_bounds(indices, size,
-                          lambda i: f"index {i} is out of bounds for size {size}")
+            _check_bounds(indices, size, _axis_message(0, size))
         else:
             ax = _inference.normalize_axis(axis, arr.ndim)
             _check_bounds(indices, arr.shape[ax], _axis_message(ax, arr.shape[ax]))

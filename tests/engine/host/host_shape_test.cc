@@ -362,7 +362,7 @@ TEST(HostGatherTest, OutOfBoundsIndicesFailWithNumpysMessage) {
   EXPECT_THAT(
       Gather("take_along_axis", a, MakeArray(DType::kInt32, S({1}), {10}), S({1}), std::nullopt),
       StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("index 10 is out of bounds for size 10")));
+               HasSubstr("index 10 is out of bounds for axis 0 with size 10")));
 }
 
 TEST(HostGatherTest, LargeTakeIsTheSameOnManyThreads) {

@@ -152,7 +152,7 @@ TEST(GatherLayoutTest, FlattenedTakeAndTakeAlongAxisNameTheirErrorsAsNumpy) {
   const absl::StatusOr<GatherLayout> along =
       GatherLayoutOf(Node("take_along_axis", T(DType::kFloat32, {2, 3}), T(DType::kInt8, {4})));
   ASSERT_THAT(along, IsOk());
-  EXPECT_EQ(GatherIndexError(*along, DType::kInt8, 9), "index 9 is out of bounds for size 6");
+  EXPECT_EQ(GatherIndexError(*along, DType::kInt8, 9), "index 9 is out of bounds for axis 0 with size 6");
 }
 
 TEST(GatherLayoutTest, TakeAlongAxisBroadcastsThroughZeroStrides) {
