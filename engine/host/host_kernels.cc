@@ -19,6 +19,7 @@ using host_internal::RunReduction;
 using host_internal::RunScan;
 using host_internal::RunShapeOp;
 using host_internal::RunSoftmax;
+using host_internal::RunSortOp;
 
 enum class HostFamily : uint8_t {
   kElementwise,
@@ -29,6 +30,7 @@ enum class HostFamily : uint8_t {
   kShape,
   kCreation,
   kCustom,
+  kSort,
 };
 
 const absl::flat_hash_map<std::string, HostFamily>& HostFamilies() {
@@ -56,13 +58,15 @@ const absl::flat_hash_map<std::string, HostFamily>& HostFamilies() {
     (*m)["cumprod"] = HostFamily::kScan;
     (*m)["matmul"] = HostFamily::kLinalg;
     (*m)["dot"] = HostFamily::kLinalg;
-    for (const char* op : {"reshape", "transpose", "broadcast_to", "expand_dims", "squeeze",
-                           "slice", "concatenate", "stack", "take", "take_along_axis"}) {
+    for (const char* op :
+         {"reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "slice", "concatenate",
+          "stack", "take", "take_along_axis", "scatter", "flatnonzero"}) {
       (*m)[op] = HostFamily::kShape;
     }
     for (const char* op : {"full", "arange", "random_uniform", "random_normal"}) {
       (*m)[op] = HostFamily::kCreation;
     }
+    for (const char* op : {"sort", "argsort", "searchsorted"}) (*m)[op] = HostFamily::kSort;
     for (const char* op : {"elementwise_kernel", "reduction_kernel", "raw_kernel"}) {
       (*m)[op] = HostFamily::kCustom;
     }
@@ -113,6 +117,8 @@ absl::Status Dispatch(HostFamily family, const ValidatedNode& node,
       return RunShapeOp(node, inputs, out, options);
     case HostFamily::kCreation:
       return RunCreation(node, inputs, out, options);
+    case HostFamily::kSort:
+      return RunSortOp(node, inputs, out, options);
     case HostFamily::kCustom:
       break;  // refused before
     case HostFamily::kReduction:

@@ -321,8 +321,14 @@ absl::Status RunMatmul(const ValidatedNode& node, const HostConstView& a, const 
                        const HostView& out, const HostKernelOptions& options);
 absl::Status RunShapeOp(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
                         const HostView& out, const HostKernelOptions& options);
+// scatter and flatnonzero (host_select.cc).
+absl::Status RunSelection(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
+                          const HostView& out);
 absl::Status RunCreation(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
                          const HostView& out, const HostKernelOptions& options);
+// sort, argsort, searchsorted (host_sort.cc).
+absl::Status RunSortOp(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
+                       const HostView& out, const HostKernelOptions& options);
 
 // Copies (converting dtype when they differ) `src` viewed through `loop`'s
 // operand 1 into `dst` through operand 0.

@@ -118,6 +118,7 @@ std::vector<OpDef> BuildOps() {
   internal::AddReductionOps(ops);
   internal::AddLinalgOps(ops);
   internal::AddShapeOps(ops);
+  internal::AddSelectionOps(ops);
   internal::AddCreationOps(ops);
   internal::AddCustomKernelOps(ops);
   return ops;

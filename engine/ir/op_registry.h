@@ -31,7 +31,7 @@ enum class OpFamily : uint8_t {
   kScan,         // cumsum, cumprod
   kLinalg,       // matmul, dot
   kShape,     // reshape, transpose, broadcast_to, expand_dims, squeeze, slice, concatenate, stack,
-              // take, take_along_axis
+              // take, take_along_axis, scatter, flatnonzero
   kCreation,  // full, arange, random_uniform, random_normal
   kCustom,    // elementwise_kernel, reduction_kernel, raw_kernel
 };
@@ -80,6 +80,7 @@ struct InferredNode {
 //  - take take_along_axis: "axis" (int, non-negative; take of a 0-d array:
 //    0) unless over the flattened array (absent). engine/ir/gather.h gives
 //    their geometry.
+//  - scatter: "mode" (string: set, add, mul, min or max; default set).
 //  - cast full arange random_uniform random_normal: "dtype" (the output
 //    dtype); full/random also "shape"; arange "start", "stop", "step"
 //    (floats); random_uniform "seed" (int), "low", "high" (floats);

@@ -34,6 +34,7 @@ void AddElementwiseOps(std::vector<OpDef>& ops);   // ops_elementwise.cc
 void AddReductionOps(std::vector<OpDef>& ops);     // ops_reduction.cc, scans included
 void AddLinalgOps(std::vector<OpDef>& ops);        // ops_linalg.cc
 void AddShapeOps(std::vector<OpDef>& ops);         // ops_shape.cc
+void AddSelectionOps(std::vector<OpDef>& ops);     // ops_select.cc
 void AddCreationOps(std::vector<OpDef>& ops);      // ops_creation.cc
 void AddCustomKernelOps(std::vector<OpDef>& ops);  // ops_custom_kernel.cc
 

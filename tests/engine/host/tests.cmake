@@ -5,5 +5,7 @@ gpuflow_test(host_kernels_test
              SRCS engine/host/host_kernels_test.cc engine/host/host_elementwise_test.cc
                   engine/host/host_reduce_test.cc engine/host/host_linalg_test.cc
                   engine/host/host_shape_test.cc engine/host/host_creation_test.cc
-                  engine/host/host_graph_test.cc
+                  engine/host/host_graph_test.cc engine/host/host_select_test.cc
+             DEPS gpuflow::host gpuflow::testing LABELS unit)
+gpuflow_test(host_sort_test SRCS engine/host/host_sort_test.cc
              DEPS gpuflow::host gpuflow::testing LABELS unit)

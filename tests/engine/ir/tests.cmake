@@ -12,3 +12,5 @@ gpuflow_test(validate_test SRCS engine/ir/validate_test.cc
 # op_registry_test reads docs/ops.md to check that the registry lists every op.
 target_compile_definitions(op_registry_test PRIVATE GPUFLOW_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 gpuflow_test(gather_test SRCS engine/ir/gather_test.cc DEPS gpuflow::ir gpuflow::testing LABELS unit)
+gpuflow_test(select_test SRCS engine/ir/select_test.cc DEPS gpuflow::ir gpuflow::testing LABELS unit)
+gpuflow_test(sort_ops_test SRCS engine/ir/sort_ops_test.cc DEPS gpuflow::ir gpuflow::testing LABELS unit)
