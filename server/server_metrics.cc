@@ -17,8 +17,8 @@ using prometheus::MetricType;
 
 constexpr StepKind kStepKinds[] = {
     StepKind::kElementwise, StepKind::kReduction, StepKind::kScan,  StepKind::kMatmul,
-    StepKind::kShape,       StepKind::kCreation,  StepKind::kCustom};
-static_assert(std::size(kStepKinds) == 7, "ServerMetrics::step_gpu_time_ has one per kind");
+    StepKind::kShape,       StepKind::kCreation,  StepKind::kCustom, StepKind::kSort};
+static_assert(std::size(kStepKinds) == 8, "ServerMetrics::step_gpu_time_ has one per kind");
 
 // 1, 2.5, 5 per decade from `low` up to and including `high`: fine enough
 // for latency quantiles, few enough series.

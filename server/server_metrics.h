@@ -166,7 +166,7 @@ class ServerMetrics {
   prometheus::Counter* request_cache_hits_;
   prometheus::Counter* request_cache_misses_;
   // In the order of kStepKinds (server_metrics.cc).
-  std::array<prometheus::Histogram*, 7> step_gpu_time_{};
+  std::array<prometheus::Histogram*, 8> step_gpu_time_{};
   prometheus::Histogram* compile_seconds_;
   prometheus::Counter* upload_bytes_;
   prometheus::Counter* download_bytes_;

@@ -106,6 +106,8 @@ absl::string_view OpFamilyName(OpFamily family) {
       return "creation";
     case OpFamily::kCustom:
       return "custom";
+    case OpFamily::kSort:
+      return "sort";
   }
   return "unknown";
 }
@@ -121,6 +123,7 @@ std::vector<OpDef> BuildOps() {
   internal::AddSelectionOps(ops);
   internal::AddCreationOps(ops);
   internal::AddCustomKernelOps(ops);
+  internal::AddSortOps(ops);
   return ops;
 }
 

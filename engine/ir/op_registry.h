@@ -34,6 +34,7 @@ enum class OpFamily : uint8_t {
               // take, take_along_axis, scatter, flatnonzero
   kCreation,  // full, arange, random_uniform, random_normal
   kCustom,    // elementwise_kernel, reduction_kernel, raw_kernel
+  kSort,      // sort, argsort, searchsorted
 };
 absl::string_view OpFamilyName(OpFamily family);
 
@@ -81,6 +82,9 @@ struct InferredNode {
 //    0) unless over the flattened array (absent). engine/ir/gather.h gives
 //    their geometry.
 //  - scatter: "mode" (string: set, add, mul, min or max; default set).
+//  - sort argsort: "axis" (int, non-negative) unless over the flattened
+//    array (absent; the output is then 1-D). searchsorted: "side" ("left"
+//    or "right"); compute_dtype is the dtype both inputs are compared in.
 //  - cast full arange random_uniform random_normal: "dtype" (the output
 //    dtype); full/random also "shape"; arange "start", "stop", "step"
 //    (floats); random_uniform "seed" (int), "low", "high" (floats);

@@ -37,6 +37,7 @@ void AddShapeOps(std::vector<OpDef>& ops);         // ops_shape.cc
 void AddSelectionOps(std::vector<OpDef>& ops);     // ops_select.cc
 void AddCreationOps(std::vector<OpDef>& ops);      // ops_creation.cc
 void AddCustomKernelOps(std::vector<OpDef>& ops);  // ops_custom_kernel.cc
+void AddSortOps(std::vector<OpDef>& ops);          // ops_sort.cc
 
 // ---- building an OpDef ------------------------------------------------------
 

@@ -26,6 +26,8 @@ absl::string_view StepKindName(StepKind kind) {
       return "creation";
     case StepKind::kCustom:
       return "custom";
+    case StepKind::kSort:
+      return "sort";
   }
   return "unknown";
 }
@@ -66,6 +68,8 @@ StepKind KindOfFamily(OpFamily family) {
       return StepKind::kCreation;
     case OpFamily::kCustom:
       return StepKind::kCustom;
+    case OpFamily::kSort:
+      return StepKind::kSort;
   }
   return StepKind::kCustom;
 }

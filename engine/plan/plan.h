@@ -37,7 +37,8 @@ enum class StepKind : uint8_t {
   kMatmul,
   kShape,
   kCreation,
-  kCustom
+  kCustom,
+  kSort
 };
 // "elementwise", "reduction", ... (the label of per-step metrics).
 absl::string_view StepKindName(StepKind kind);

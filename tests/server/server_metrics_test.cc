@@ -43,7 +43,7 @@ TEST_F(ServerMetricsTest, HotPathSeriesStartAtZero) {
                                              "\"} 0\n")));
   }
   for (const char* step :
-       {"elementwise", "reduction", "matmul", "scan", "custom", "copy", "creation"}) {
+       {"elementwise", "reduction", "matmul", "scan", "custom", "copy", "creation", "sort"}) {
     EXPECT_THAT(text,
                 HasSubstr(absl::StrCat("gpuflow_gpu_time_seconds_count{step=\"", step, "\"} 0\n")));
   }

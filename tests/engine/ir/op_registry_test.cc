@@ -126,7 +126,7 @@ TEST(OpRegistryTest, ListsExactlyTheOpsOfTheDocs) {
   std::set<std::string> registered;
   for (const OpDef& op : OpRegistry::Default().ops()) registered.insert(op.name);
   EXPECT_EQ(registered, documented);
-  EXPECT_EQ(registered.size(), 87u);
+  EXPECT_EQ(registered.size(), 90u);
 }
 
 TEST(OpRegistryTest, OpsAreSortedAndFindable) {
@@ -193,7 +193,10 @@ TEST(OpRegistryTest, FamiliesAndArities) {
                                                  {"random_normal", OpFamily::kCreation, 0, 0},
                                                  {"elementwise_kernel", OpFamily::kCustom, 0, -1},
                                                  {"reduction_kernel", OpFamily::kCustom, 1, -1},
-                                                 {"raw_kernel", OpFamily::kCustom, 1, -1}}) {
+                                                 {"raw_kernel", OpFamily::kCustom, 1, -1},
+                                                 {"sort", OpFamily::kSort, 1, 1},
+                                                 {"argsort", OpFamily::kSort, 1, 1},
+                                                 {"searchsorted", OpFamily::kSort, 2, 2}}) {
     const OpDef& op = Op(e.op);
     EXPECT_EQ(op.family, e.family) << e.op;
     EXPECT_EQ(op.min_inputs, e.min_inputs) << e.op;
@@ -284,6 +287,7 @@ TEST(OpFamilyNameTest, NamesEveryFamily) {
   EXPECT_EQ(OpFamilyName(OpFamily::kShape), "shape");
   EXPECT_EQ(OpFamilyName(OpFamily::kCreation), "creation");
   EXPECT_EQ(OpFamilyName(OpFamily::kCustom), "custom");
+  EXPECT_EQ(OpFamilyName(OpFamily::kSort), "sort");
 }
 
 TEST(AttrTypeNameTest, NamesEveryType) {
