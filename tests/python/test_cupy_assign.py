@@ -96,12 +96,8 @@ def test_setitem_through_a_boolean_mask(session):
     with pytest.raises(IndexError, match="boolean index did not match indexed array along axis "
                        "0; size of axis is 3 but size of corresponding boolean axis is 2"):
         x[np.array([True, False])] = 1
-    with pytest.raises(NotImplementedError, match="scatter"):
-        x[x > 0] = session.asarray(np.arange(5.0))
-    with pytest.raises(IndexError, match="boolean mask indexing is not supported yet"):
-        x[x > 0]
-    with pytest.raises(IndexError, match="scatter"):
-        x[np.array([0, 2])] = 1
+    # One value per selected element, reading through a mask and integer
+    # arrays: tests/python/test_select.py.
 
 
 def test_fill_and_in_place_rebinding_keep_the_dtype(session):

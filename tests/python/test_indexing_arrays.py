@@ -120,13 +120,13 @@ def test_remote_out_of_bounds_indices_fail_at_evaluation(session):
             y.get()
 
 
-def test_boolean_masks_are_refused_clearly(session):
+def test_boolean_masks_read_as_numpy(session):
     x = session.asarray(X)
-    for mask in [x > 3, X > 3, [True, False, True], np.array([True, False, True])]:
-        with pytest.raises(IndexError, match="boolean mask indexing is not supported yet"):
-            x[mask]
-    with pytest.raises(IndexError, match="boolean mask indexing is not supported yet"):
-        x[[0, 1], x[0] > 3]
+    pairs = [(x[mask], X[host]) for mask, host in [
+        (x > 3, X > 3), (X > 3, X > 3), ([True, False, True], [True, False, True]),
+        (np.array([True, False, True]), np.array([True, False, True]))]]
+    pairs.append((x[[1], x[0] > 3], X[[1], X[0] > 3]))
+    check_all(pairs)
 
 
 @pytest.mark.parametrize("dtype", ALL)

@@ -150,14 +150,18 @@ def _is_array_entry(k):
 def advanced_key(a, key):
     """The key of ``a[key]`` as entries when it holds integer arrays:
     ("none",), ("slice", s), ("int", i, axis) and ("array", indices, axis),
-    with ``...`` expanded and host indices checked. None for a basic key.
-    IndexError for a boolean mask (not supported yet) and NumPy's errors."""
+    with ``...`` expanded and host indices checked; boolean masks become
+    their nonzero index arrays (one Execute for a RemoteArray mask). None for
+    a basic key; NumPy's IndexErrors."""
     from gpuflow import _indexing
+
+    from gpuflow import _select
 
     ra = _remote()
     key = key if isinstance(key, tuple) else (key,)
     if not any(_is_array_entry(k) for k in key):
         return None
+    key = _select.expand_masks(a, key)
     entries = []
     for k in key:
         if isinstance(k, ra.RemoteArray):

@@ -10,11 +10,12 @@
     y = x[:, idx]                # ... along axis 1
     y = x[i0, :, i1]             # several broadcast together, NumPy's placement rules
 
+    y = x[x > 0]                 # a boolean mask: one Execute learns the count (_select)
+    x[idx] = v                   # integer arrays or masks with values: one scatter node
+
 Assignment rebinds the Python object to a new value: a RemoteArray taken
 from ``x`` earlier (``v = x[0]``) keeps the old value (no views alias; see
-docs/python.md, "Differences from CuPy"). Reading through a boolean mask
-(``x[mask]``) is not supported yet (IndexError): its shape depends on the
-data. Assigning through integer arrays needs a scatter op (IndexError).
+docs/python.md, "Differences from CuPy").
 """
 
 import operator
@@ -41,8 +42,8 @@ def _is_bool_index(k):
     return False
 
 
-_BOOL_MASK = ("boolean mask indexing is not supported yet (the result's shape depends on the "
-              "data); use gpuflow.where, or assign through the mask (x[mask] = v works)")
+_BOOL_MASK = ("a scalar boolean index (x[True], x[False]) is not supported by gpuflow; use "
+              "x[None] and a mask of shape (1,)")
 _VALID = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
           "boolean arrays are valid indices")
 
@@ -50,9 +51,7 @@ _VALID = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`)
 def _refuse_advanced(k):
     if _is_bool_index(k):
         raise IndexError(_BOOL_MASK)
-    raise IndexError(
-        "assignment through integer arrays needs a scatter op gpuflow does not have; it takes "
-        f"integers, slices, None, ... and boolean masks, got {type(k).__name__}")
+    raise IndexError(_VALID)
 
 
 def expand_key(shape, key):
@@ -87,7 +86,7 @@ def expand_key(shape, key):
                              None if k.stop is None else operator.index(k.stop), step))
         else:
             if isinstance(k, (bool, np.bool_)):
-                raise IndexError("boolean indexing is not supported by gpuflow (use where)")
+                raise IndexError(_BOOL_MASK)
             try:
                 i = operator.index(k)
             except TypeError:
@@ -301,9 +300,9 @@ def _bool_key(a, key):
 
 
 def _mask_value(a, mask, value):
-    """``value`` shaped to broadcast against ``a`` where ``mask`` selects:
-    it must reach every selected element alike (a scalar, or a row of the
-    trailing dimensions)."""
+    """``value`` shaped to broadcast against ``a`` where ``mask`` selects,
+    when it reaches every selected element alike (a scalar, or a row of the
+    trailing dimensions); None when it does not."""
     v = _value(a, value)
     trailing = a.shape[mask.ndim:]
     vshape = list(_shape_of(v))
@@ -315,10 +314,7 @@ def _mask_value(a, mask, value):
     except ValueError:
         ok = False
     if not ok:
-        raise NotImplementedError(
-            "gpuflow assigns through a boolean mask only a value that every selected element "
-            f"takes alike (a scalar, or shape {trailing}); {_shape_of(v)} values, one per selected "
-            "element, need a scatter op gpuflow does not have")
+        return None  # one value per selected element: a scatter
     if tuple(vshape) != _shape_of(v):
         v = v.reshape(vshape) if hasattr(v, "_expr") else np.reshape(v, vshape)
     return v
@@ -341,11 +337,23 @@ def assign(a, key, value):
 
     if isinstance(key, (bool, np.bool_)):
         key = np.asarray(key)
+    from gpuflow import _select
+
     mask = _bool_key(a, key)
     if mask is None:
+        if _select.has_array_entry(key):
+            return _select.scatter_key(a, key, value)
         return assign_basic(a, key, value)
     v = _mask_value(a, mask, value)
-    return apply("where", (_expanded_mask(mask, a.ndim), v, a), session=a.session)
+    if v is not None:
+        return apply("where", (_expanded_mask(mask, a.ndim), v, a), session=a.session)
+    flat = _select.positions(a, key)
+    v = _value(a, value)
+    if _shape_of(v)[:1] != flat.shape[:1] and flat.ndim:
+        raise ValueError(f"NumPy boolean array indexing assignment cannot assign "
+                         f"{_shape_of(v)[0] if _shape_of(v) else 1} input values to the "
+                         f"{flat.shape[0]} output values where the mask is true")
+    return _select.scatter(a, flat, v)
 
 
 # ---- JAX's .at ---------------------------------------------------------------------
@@ -355,8 +363,10 @@ class At:
     """``x.at[idx]``: JAX's functional updates. ``x.at[idx].set(v)`` is the
     array ``x`` would be after ``x[idx] = v``, and ``add``, ``multiply``,
     ``divide``, ``power``, ``min``, ``max`` combine the selected elements
-    with ``v`` first; ``get()`` is ``x[idx]``. ``x`` itself is unchanged;
-    results keep ``x``'s dtype."""
+    with ``v`` first (through integer arrays, add, multiply, min and max
+    combine every duplicate index, one scatter; divide and power read, combine
+    and write back, so the last duplicate wins); ``get()`` is ``x[idx]``.
+    ``x`` itself is unchanged; results keep ``x``'s dtype."""
 
     __slots__ = ("_array",)
 
@@ -383,24 +393,28 @@ class _AtIndex:
     def apply(self, ufunc):
         return self._combine(lambda cur, _: ufunc(cur), None)
 
-    def _combine(self, fn, values):
+    def _combine(self, fn, values, mode=None):
+        from gpuflow import _select
+        from gpuflow.remote_array import apply
+
         a, index = self._array, self._index
         key = np.asarray(index) if isinstance(index, (bool, np.bool_)) else index
         mask = _bool_key(a, key)
-        if mask is None:
+        if mask is None and mode is not None and _select.has_array_entry(index):
+            return _select.scatter_key(a, index, values, mode)  # duplicates all combine
+        shared = None if mask is None or values is None else _mask_value(a, mask, values)
+        if mask is None or (values is not None and shared is None):
             return assign(a, index, fn(a[index], values))
-        from gpuflow.remote_array import apply
-
-        updated = fn(a, values if values is None else _mask_value(a, mask, values))
+        updated = fn(a, shared)
         if updated.dtype != a.dtype:
             updated = updated.astype(a.dtype)
         return apply("where", (_expanded_mask(mask, a.ndim), updated, a), session=a.session)
 
     def add(self, values):
-        return self._combine(lambda cur, v: cur + v, values)
+        return self._combine(lambda cur, v: cur + v, values, "add")
 
     def multiply(self, values):
-        return self._combine(lambda cur, v: cur * v, values)
+        return self._combine(lambda cur, v: cur * v, values, "mul")
 
     def divide(self, values):
         return self._combine(lambda cur, v: cur / v, values)
@@ -411,9 +425,9 @@ class _AtIndex:
     def min(self, values):
         from gpuflow import functions
 
-        return self._combine(functions.minimum, values)
+        return self._combine(functions.minimum, values, "min")
 
     def max(self, values):
         from gpuflow import functions
 
-        return self._combine(functions.maximum, values)
+        return self._combine(functions.maximum, values, "max")

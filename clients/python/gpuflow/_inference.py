@@ -597,6 +597,24 @@ def infer(op, types, attrs):
         return a.dtype, take_shape(a.shape, types[1], attrs.get("axis"))
     if op == "take_along_axis":
         return a.dtype, take_along_axis_shape(a.shape, types[1], attrs.get("axis"))
+    if op == "scatter":
+        if kind(types[1].dtype) not in "iu":
+            raise IndexError("arrays used as indices must be of integer (or boolean) type")
+        if broadcast_shapes(types[2].shape, types[1].shape) != types[1].shape:
+            raise ValueError(f"shape mismatch: value array of shape {_fmt(types[2].shape)} could "
+                             f"not be broadcast to indexing result of shape "
+                             f"{_fmt(types[1].shape)}")
+        return a.dtype, a.shape
+    if op == "flatnonzero":
+        return "int64", (attrs["size"],)
+    if op in ("sort", "argsort"):
+        dtype = "int64" if op == "argsort" else a.dtype
+        if "axis" not in attrs:
+            return dtype, (math.prod(a.shape),)
+        normalize_axis(attrs["axis"], len(a.shape))
+        return dtype, a.shape
+    if op == "searchsorted":
+        return "int64", types[1].shape
     if op == "full":
         return attrs.get("dtype") or a.dtype, tuple(attrs["shape"])
     if op == "arange":

@@ -691,28 +691,6 @@ def select(condlist, choicelist, default=0):
     return functions.broadcast_to(cast(result, dtype), shape)
 
 
-def putmask(a, mask, values):
-    """numpy.putmask: rebinds ``a`` to ``values`` where ``mask`` (values of
-    a's shape, or one value; NumPy's cyclic repetition needs a gather)."""
-    if not isinstance(a, RemoteArray):
-        raise TypeError("putmask: first argument must be a gpuflow array")
-    v = values if _inference_shape(values) in ((), (1,), a.shape) else None
-    if v is None:
-        raise NotImplementedError("putmask repeats values cyclically, which needs a gather op "
-                                  "gpuflow does not have; pass values of a's shape or one value")
-    if _inference_shape(v) == (1,):
-        v = np.asarray(v).reshape(()) if not isinstance(v, RemoteArray) else v.reshape(())
-    if isinstance(v, (bool, int, float, np.generic)):
-        v = _inference.convert_scalar(v, a._expr.dtype)
-    else:
-        v = cast(_remote(v, a.session), a._expr.dtype)
-    a._expr = apply("where", (mask, v, a))._expr
-
-
-def _inference_shape(v):
-    return v.shape if isinstance(v, RemoteArray) else np.shape(v)
-
-
 def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
     """numpy.isin: whether each element is among the test elements, as one
     reduction over them (O(element.size * test_elements.size))."""
@@ -724,7 +702,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
 
 
 __all__ = [
-    "isin", "putmask", "select", "sinc", "trapezoid", "trapz",
+    "isin", "select", "sinc", "trapezoid", "trapz",
     "allclose", "angle", "array_equal", "array_equiv", "average", "convolve", "correlate",
     "count_nonzero", "diff", "ediff1d", "gradient", "imag", "interp", "iscomplex",
     "iscomplexobj", "isclose", "isreal", "isrealobj", "nan_to_num", "nancumprod", "nancumsum",

@@ -59,11 +59,12 @@ around = round
 
 
 def where(condition, x=None, y=None):
-    """numpy.where(condition, x, y). The one-argument form is nonzero, whose
-    size depends on the data (no server op for it)."""
+    """numpy.where(condition, x, y). The one-argument form is nonzero
+    (gpuflow._select: one Execute learns the count)."""
     if x is None and y is None:
-        raise NotImplementedError("where(condition) is nonzero(condition), whose length depends "
-                                  "on the data: gpuflow has no compaction op")
+        from gpuflow import _select
+
+        return _select.nonzero(condition)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
     return apply("where", (condition, x, y))
@@ -509,18 +510,19 @@ def can_cast(from_, to, casting="safe"):
 
 
 # The NumPy functions composed in their own modules, and CuPy's ndarray names.
-from gpuflow import _products, _ranges, _shapes, _stats  # noqa: E402
+from gpuflow import _products, _ranges, _select, _shapes, _stats  # noqa: E402
 from gpuflow import random  # noqa: E402,F401 - gpuflow.random, CuPy's cupy.random
 from gpuflow._products import *  # noqa: E402,F401,F403
 from gpuflow._ranges import *  # noqa: E402,F401,F403
+from gpuflow._select import *  # noqa: E402,F401,F403
 from gpuflow._shapes import *  # noqa: E402,F401,F403
 from gpuflow._stats import *  # noqa: E402,F401,F403
 
 ndarray = RemoteArray
 
 __all__ = sorted(
-    list(UFUNCS) + list(ALIASES) + _products.__all__ + _ranges.__all__ + _shapes.__all__
-    + _stats.__all__ + [
+    list(UFUNCS) + list(ALIASES) + _products.__all__ + _ranges.__all__ + _select.__all__
+    + _shapes.__all__ + _stats.__all__ + [
         "all", "amax", "amin", "any", "arange", "array", "argmax", "argmin", "around", "asarray",
         "broadcast_to", "can_cast", "clip", "concatenate", "cumprod", "cumsum", "dot", "empty",
         "empty_like", "expand_dims", "flip", "full", "full_like", "log_softmax", "logsumexp",
@@ -530,3 +532,9 @@ __all__ = sorted(
         "take", "take_along_axis", "transpose", "ufunc", "var", "where", "zeros", "zeros_like",
     ]
 )
+
+# Sorting and the statistics NumPy defines through it (gpuflow._sorting).
+from gpuflow import _sorting  # noqa: E402
+from gpuflow._sorting import *  # noqa: E402,F401,F403
+
+__all__ = sorted(__all__ + _sorting.__all__)
