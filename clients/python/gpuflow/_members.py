@@ -122,6 +122,39 @@ class ArrayMembers:
         NumPy's ``fill`` converts it."""
         self[...] = value
 
+    def sort(self, axis=-1, kind=None, order=None, *, stable=None):
+        """numpy.ndarray.sort: NumPy sorts in place; here the array is
+        rebound to its sorted value (as assignment rebinds, docs/python.md)."""
+        from gpuflow import _sorting
+
+        if axis is None:
+            raise TypeError("'NoneType' object cannot be interpreted as an integer")
+        self._expr = _sorting.sort(self, axis, kind, order, stable=stable)._expr
+
+    def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
+        """numpy.ndarray.argsort (stable whatever the kind)."""
+        from gpuflow import _sorting
+
+        return _sorting.argsort(self, axis, kind, order, stable=stable)
+
+    def searchsorted(self, v, side="left", sorter=None):
+        """numpy.ndarray.searchsorted."""
+        from gpuflow import _sorting
+
+        return _sorting.searchsorted(self, v, side, sorter)
+
+    def partition(self, kth, axis=-1, kind="introselect", order=None):
+        """numpy.ndarray.partition: rebinds the array to a full sort."""
+        from gpuflow import _sorting
+
+        self._expr = _sorting.partition(self, kth, axis, kind, order)._expr
+
+    def argpartition(self, kth, axis=-1, kind="introselect", order=None):
+        """numpy.ndarray.argpartition."""
+        from gpuflow import _sorting
+
+        return _sorting.argpartition(self, kth, axis, kind, order)
+
     def view(self, dtype=None, type=None):
         """A new array with the same bits read as ``dtype``. Without a server
         bit-cast op only views that keep every value's bits are possible:
