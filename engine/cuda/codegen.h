@@ -61,8 +61,9 @@ absl::StatusOr<ElementwiseKernel> GenerateElementwise(const ValidatedGraph& grap
 //    final value (splits == 1) or an accumulator per split to a scratch
 //    buffer, which `finalize` combines;
 //  - strategies: kInner (reduced elements contiguous per output: a block per
-//    output with a CUB block reduction), kOuter (outputs contiguous: a thread
-//    per output, coalesced), kGeneral (index arithmetic, a block per output).
+//    output with a block reduction, gf::BlockReduce of device_library.cc),
+//    kOuter (outputs contiguous: a thread per output, coalesced), kGeneral
+//    (index arithmetic, a block per output).
 // Kernel words: [prologue pointers] [epilogue pointers] [out] [scratch]
 //   [M] [R] [splits] [chunk] [kept dims+strides] [reduced dims+strides] [scalars].
 struct ReductionKernel {
@@ -135,13 +136,14 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(
 // row). Accumulators as reductions': floats in double, integers in 64 bits
 // (wrapping), bool in bool. Each row may be cut into `chunks` parts
 // (ScanLaunchFor): then `reduce_name` writes each part's total to a carry
-// buffer (carry[part * rows + row]), `carry_name` (a block per row, CUB
-// BlockScan) turns those into exclusive prefixes, and `name` scans each part
+// buffer (carry[part * rows + row]), `carry_name` (a block per row, a
+// block scan) turns those into exclusive prefixes, and `name` scans each part
 // from its prefix; with one part, `name` alone runs and the carry buffer is
 // unused. Strategies:
 //  - kBlockRows (contiguous rows longer than kThreadRowMax): a block per
 //    part, tiles of block * items elements, loaded coalesced, arranged by
-//    cub::BlockExchange and scanned by cub::BlockScan with a running prefix;
+//    gf::BlockExchange and scanned by gf::BlockScan with a running prefix
+//    (device_library.cc; CUB's interfaces without CUB's headers);
 //  - kThreadRows (short rows, or strided axes): a thread per part, a
 //    sequential scan; neighbouring threads take neighbouring rows, which
 //    are neighbouring columns (coalesced) when the axis is not the last.
@@ -153,10 +155,9 @@ struct ScanKernel {
   std::string name;         // the scan
   std::string reduce_name;  // name + "_reduce"
   std::string carry_name;   // name + "_carry"
-  // `name`'s translation unit (with the device library); CUB only for
-  // kBlockRows.
+  // `name`'s translation unit (with the device library).
   std::string source;
-  // `reduce_name` and `carry_name`'s (includes CUB).
+  // `reduce_name` and `carry_name`'s.
   std::string split_source;
   // The kernels alone (kDeviceLibrary + them = source / split_source).
   std::string kernel_source;

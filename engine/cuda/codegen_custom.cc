@@ -387,8 +387,7 @@ absl::StatusOr<CustomKernel> GenerateReductionCustom(const ValidatedGraph& graph
   const int kept_rank = static_cast<int>(kept_axes.size());
   const int reduced_rank = static_cast<int>(reduced_axes.size());
   std::string src = Prologue(sig, Attr(node, "preamble"));
-  absl::StrAppend(&src, "#include <cub/block/block_reduce.cuh>\n", "typedef ", acc,
-                  " _type_reduce;\n", "struct ", k.name,
+  absl::StrAppend(&src, "typedef ", acc, " _type_reduce;\n", "struct ", k.name,
                   "_op {\n  __device__ __forceinline__ _type_reduce operator()(const "
                   "_type_reduce& a, const _type_reduce& b) const {\n    return (",
                   Attr(node, "reduce_expr"), ");\n  }\n};\n");
@@ -455,7 +454,7 @@ absl::StatusOr<CustomKernel> GenerateReductionCustom(const ValidatedGraph& graph
       "  const long long _gf_R = (long long)p.w[", r_word, "];\n",
       "  const long long _gf_splits = (long long)p.w[", splits_word, "];\n",
       "  const long long _gf_chunk = (long long)p.w[", chunk_word, "];\n",
-      "  typedef cub::BlockReduce<_type_reduce, ", k.block, "> _gf_block_reduce;\n",
+      "  typedef gf::BlockReduce<_type_reduce, ", k.block, "> _gf_block_reduce;\n",
       "  __shared__ typename _gf_block_reduce::TempStorage _gf_temp;\n", "  const ", k.name,
       "_op _gf_op;\n",
       "  for (long long _gf_o = blockIdx.x; _gf_o < _gf_M; _gf_o += gridDim.x) {\n", base,

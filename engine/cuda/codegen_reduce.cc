@@ -444,7 +444,7 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   const std::string functor =
       absl::StrCat("struct ", name, "_op { __device__ __forceinline__ ", acc, " operator()(const ",
                    acc, "& a, const ", acc, "& b) const { return ", combine, "; } };\n");
-  absl::StrAppend(&src, "#include <cub/block/block_reduce.cuh>\n", args, functor);
+  absl::StrAppend(&src, args, functor);
   absl::StrAppend(&src, "extern \"C\" __global__ void __launch_bounds__(", k.block, ") ", name,
                   "(const ", name, "_args p) {\n", decl);
   if (k.strategy == ReductionKernel::Strategy::kOuter) {
@@ -455,7 +455,7 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
                     outer_loop, "    if (splits == 1) {\n", write, "    } else {\n",
                     "      scratch[(long long)blockIdx.y * M + m] = acc;\n    }\n  }\n}\n");
   } else {
-    absl::StrAppend(&src, "  typedef cub::BlockReduce<", acc, ", ", k.block, "> reduce_t;\n",
+    absl::StrAppend(&src, "  typedef gf::BlockReduce<", acc, ", ", k.block, "> reduce_t;\n",
                     "  __shared__ typename reduce_t::TempStorage temp;\n",
                     "  const long long k0 = (long long)blockIdx.y * chunk;\n",
                     "  const long long k1 = k0 + chunk < R ? k0 + chunk : R;\n",
@@ -478,7 +478,7 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   // thread walking a thousand partials one by one costs ~0.1 ms).
   absl::StrAppend(
       &src, "extern \"C\" __global__ void __launch_bounds__(256) ", name, "_finalize_block(const ",
-      name, "_args p) {\n", decl, "  typedef cub::BlockReduce<", acc, ", 256> reduce_t;\n",
+      name, "_args p) {\n", decl, "  typedef gf::BlockReduce<", acc, ", 256> reduce_t;\n",
       "  __shared__ typename reduce_t::TempStorage temp;\n",
       "  for (long long m = blockIdx.x; m < M; m += gridDim.x) {\n", "    ", acc, " acc = ", ident,
       ";\n", "    for (long long s = threadIdx.x; s < splits; s += 256) { const ", acc,
@@ -569,13 +569,12 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
   // Both layouts: the same kernel around their own row loops; the row's
   // maximum and sum are reduced over the block and shared with every thread.
   const std::string head = absl::StrCat(
-      "#include <cub/block/block_reduce.cuh>\n", "struct ", name, "_args { unsigned long long w[",
-      word, "]; };\n", "struct ", name, "_max { __device__ __forceinline__ ", c,
-      " operator()(const ", c, "& a, const ", c, "& b) const { return gf::op_maximum<", c,
-      ">(a, b); } };\n", "extern \"C\" __global__ void __launch_bounds__(", k.block, ") ", name,
-      "(const ", name, "_args p) {\n", decl, "  typedef cub::BlockReduce<", c, ", ", k.block,
-      "> reduce_t;\n", "  __shared__ typename reduce_t::TempStorage temp;\n", "  __shared__ ", c,
-      " shared;\n");
+      "struct ", name, "_args { unsigned long long w[", word, "]; };\n", "struct ", name,
+      "_max { __device__ __forceinline__ ", c, " operator()(const ", c, "& a, const ", c,
+      "& b) const { return gf::op_maximum<", c, ">(a, b); } };\n",
+      "extern \"C\" __global__ void __launch_bounds__(", k.block, ") ", name, "(const ", name,
+      "_args p) {\n", decl, "  typedef gf::BlockReduce<", c, ", ", k.block, "> reduce_t;\n",
+      "  __shared__ typename reduce_t::TempStorage temp;\n", "  __shared__ ", c, " shared;\n");
   const std::string share_max =
       absl::StrCat("    mx = reduce_t(temp).Reduce(mx, ", name, "_max());\n",
                    "    if (threadIdx.x == 0) shared = mx;\n", "    __syncthreads();\n",
@@ -622,14 +621,13 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
     // (M the row's maximum, from the parts'), `name` the outputs. Three reads
     // of the row, as the reference's three passes, with every SM busy.
     const std::string prelude =
-        absl::StrCat("#include <cub/block/block_reduce.cuh>\n", "struct ", name,
-                     "_args { unsigned long long w[", word, "]; };\n", "struct ", name,
-                     "_max { __device__ __forceinline__ ", c, " operator()(const ", c,
+        absl::StrCat("struct ", name, "_args { unsigned long long w[", word, "]; };\n", "struct ",
+                     name, "_max { __device__ __forceinline__ ", c, " operator()(const ", c,
                      "& a, const ", c, "& b) const { return gf::op_maximum<", c, ">(a, b); } };\n");
     auto open = [&](const std::string& kernel) {
       return absl::StrCat(
           "extern \"C\" __global__ void __launch_bounds__(", k.block, ") ", kernel, "(const ", name,
-          "_args p) {\n", decl, "  typedef cub::BlockReduce<", c, ", ", k.block, "> reduce_t;\n",
+          "_args p) {\n", decl, "  typedef gf::BlockReduce<", c, ", ", k.block, "> reduce_t;\n",
           "  __shared__ typename reduce_t::TempStorage temp;\n", "  const long long chunk = (", l,
           " + parts - 1) / parts;\n",
           "  for (long long t = blockIdx.x; t < rows * parts; t += gridDim.x) {\n",

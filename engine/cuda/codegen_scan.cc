@@ -72,8 +72,8 @@ absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& gra
       "_args { unsigned long long w[8]; };\n", "struct ", name, "_op { __device__ __forceinline__ ",
       acc, " operator()(const ", acc, "& a, const ", acc,
       "& b) const { return gf::", prod ? "op_mul" : "op_add", "<", acc, ">(a, b); } };\n",
-      // The running prefix of a block's tiles (CUB calls it from warp 0 with
-      // each tile's total; lane 0's answer is the tile's prefix).
+      // The running prefix of a block's tiles (gf::BlockScan calls it from
+      // thread 0 with each tile's total; its answer is the tile's prefix).
       "struct ", name, "_prefix {\n  ", acc, " running;\n  __device__ __forceinline__ ", acc,
       " operator()(const ", acc, "& total) {\n    const ", acc, " before = running;\n",
       "    running = ", name, "_op()(running, total);\n    return before;\n  }\n};\n#endif\n");
@@ -108,12 +108,10 @@ absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& gra
   if (k.strategy == ScanKernel::Strategy::kBlockRows) {
     const int tile = k.block * k.items;
     const std::string items = absl::StrCat(k.items);
-    absl::StrAppend(&src, "#include <cub/block/block_scan.cuh>\n");
-    if (k.items > 1) absl::StrAppend(&src, "#include <cub/block/block_exchange.cuh>\n");
-    absl::StrAppend(&src, common, head(name), "  typedef cub::BlockScan<", acc, ", ", b,
+    absl::StrAppend(&src, common, head(name), "  typedef gf::BlockScan<", acc, ", ", b,
                     "> scan_t;\n");
     if (k.items > 1) {
-      absl::StrAppend(&src, "  typedef cub::BlockExchange<", acc, ", ", b, ", ", items,
+      absl::StrAppend(&src, "  typedef gf::BlockExchange<", acc, ", ", b, ", ", items,
                       "> exchange_t;\n",
                       "  __shared__ union { typename scan_t::TempStorage scan; typename "
                       "exchange_t::TempStorage exchange; } temp;\n");
@@ -141,7 +139,7 @@ absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& gra
                     "        if (j < j1) out[base + j] = gf::cv<", out_t, ">(v[i]);\n", "      }\n",
                     "      __syncthreads();\n", "    }\n  }\n}\n");
     // Each part's total.
-    absl::StrAppend(&split, head(k.reduce_name), "  typedef cub::BlockReduce<", acc, ", ", b,
+    absl::StrAppend(&split, head(k.reduce_name), "  typedef gf::BlockReduce<", acc, ", ", b,
                     "> reduce_t;\n", "  __shared__ typename reduce_t::TempStorage temp;\n",
                     block_parts, "    ", acc, " acc = ", ident, ";\n", "#pragma unroll 4\n",
                     "    for (long long j = j0 + threadIdx.x; j < j1; j += ", b, ") acc = ", name,
@@ -161,7 +159,7 @@ absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& gra
                     load_at("base + j * S"), ");\n", "    carry[item] = acc;\n  }\n}\n");
   }
   // The parts' totals to exclusive prefixes, in place: a block per row.
-  absl::StrAppend(&split, head(k.carry_name), "  typedef cub::BlockScan<", acc, ", ", b,
+  absl::StrAppend(&split, head(k.carry_name), "  typedef gf::BlockScan<", acc, ", ", b,
                   "> scan_t;\n", "  __shared__ typename scan_t::TempStorage temp;\n",
                   "  for (long long row = blockIdx.x; row < R; row += gridDim.x) {\n", "    ", name,
                   "_prefix prefix{", ident, "};\n",
@@ -171,8 +169,7 @@ absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& gra
                   "      scan_t(temp).ExclusiveScan(v, v, ", name, "_op(), prefix);\n",
                   "      if (q < chunks) carry[q * R + row] = v;\n", "      __syncthreads();\n",
                   "    }\n  }\n}\n");
-  split = absl::StrCat("#include <cub/block/block_reduce.cuh>\n",
-                       "#include <cub/block/block_scan.cuh>\n", common, split);
+  split = absl::StrCat(common, split);
   k.kernel_source = src;
   k.source = absl::StrCat(kDeviceLibrary, src);
   k.split_kernel_source = split;

@@ -364,6 +364,164 @@ __device__ __forceinline__ double uniform53(unsigned int hi, unsigned int lo) {
   return (double)((((unsigned long long)hi << 32) | lo) >> 11) * 0x1p-53;
 }
 
+// Block-wide reductions, scans and exchanges with the interfaces of CUB's
+// BlockReduce, BlockScan and BlockExchange as the generated kernels use
+// them, written here: CUB's headers cost NVRTC about 1.5 s a kernel, these
+// a few milliseconds. The same contracts: every thread of the block calls,
+// a reduction's result is valid in thread 0, and a TempStorage is reused
+// only after a __syncthreads.
+// A value of any trivially copyable type through a warp shuffle, word by
+// word (the widest word its size and alignment allow), as CUB shuffles.
+template <class T> struct shfl_word {
+  static constexpr bool w4 = sizeof(T) % 4 == 0 && alignof(T) >= 4;
+  static constexpr bool w2 = !w4 && sizeof(T) % 2 == 0 && alignof(T) >= 2;
+  static constexpr int size = w4 ? 4 : (w2 ? 2 : 1);
+  static constexpr int n = sizeof(T) / size;
+};
+template <int S> struct word_of { typedef unsigned char t; };
+template <> struct word_of<2> { typedef unsigned short t; };
+template <> struct word_of<4> { typedef unsigned int t; };
+template <int kind, class T>
+__device__ __forceinline__ T shfl(const T& v, int delta, unsigned int mask) {
+  typedef typename word_of<shfl_word<T>::size>::t word;
+  T r = v;
+  const word* in = reinterpret_cast<const word*>(&v);
+  word* out = reinterpret_cast<word*>(&r);
+#pragma unroll
+  for (int i = 0; i < shfl_word<T>::n; ++i) {
+    const unsigned int w = in[i];
+    out[i] = (word)(kind == 0 ? __shfl_down_sync(mask, w, delta) : __shfl_up_sync(mask, w, delta));
+  }
+  return r;
+}
+template <class T> __device__ __forceinline__ T shfl_down(const T& v, int delta, unsigned int mask) {
+  return shfl<0>(v, delta, mask);
+}
+template <class T> __device__ __forceinline__ T shfl_up(const T& v, int delta, unsigned int mask) {
+  return shfl<1>(v, delta, mask);
+}
+// The threads of this thread's warp: all 32 but in a last, partial warp.
+template <int B> __device__ __forceinline__ int warp_width() {
+  return (B % 32 != 0 && (int)(threadIdx.x >> 5) == (B - 1) / 32) ? B % 32 : 32;
+}
+__device__ __forceinline__ unsigned int lanes_mask(int width) {
+  return width == 32 ? 0xffffffffu : ((1u << width) - 1u);
+}
+struct plus { template <class T> __device__ __forceinline__ T operator()(const T& a, const T& b) const { return a + b; } };
+
+template <class T, int B> struct BlockReduce {
+  static constexpr int kWarps = (B + 31) / 32;
+  struct TempStorage { alignas(T) unsigned char bytes[sizeof(T) * kWarps]; };
+  TempStorage& temp;
+  __device__ __forceinline__ explicit BlockReduce(TempStorage& t) : temp(t) {}
+  // op over every thread's value in thread order (a warp's lanes first, then
+  // the warps in order); the result is valid in thread 0.
+  template <class Op> __device__ __forceinline__ T Reduce(T v, Op op) {
+    T* part = reinterpret_cast<T*>(temp.bytes);
+    const int lane = threadIdx.x & 31;
+    const int width = warp_width<B>();
+    const unsigned int mask = lanes_mask(width);
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+      const T o = shfl_down(v, d, mask);
+      if (lane + d < width) v = op(v, o);
+    }
+    if (kWarps == 1) return v;
+    if (lane == 0) part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < kWarps; ++w) v = op(v, part[w]);
+    }
+    return v;
+  }
+  __device__ __forceinline__ T Sum(T v) { return Reduce(v, plus()); }
+};
+
+template <class T, int B> struct BlockScan {
+  static constexpr int kWarps = (B + 31) / 32;
+  // The warps' totals (then their exclusive prefixes) and the block's prefix.
+  struct TempStorage { alignas(T) unsigned char bytes[sizeof(T) * (kWarps + 1)]; };
+  TempStorage& temp;
+  __device__ __forceinline__ explicit BlockScan(TempStorage& t) : temp(t) {}
+  // `before`: prefix(block aggregate) combined with every earlier thread's
+  // total; `prefix` is called once, by thread 0, with the block's aggregate
+  // (as CUB's callback, whose lane-0 answer is the block's prefix).
+  template <class Op, class P>
+  __device__ __forceinline__ void ExclusivePrefix(const T& total, T& before, Op op, P& prefix) {
+    T* warps = reinterpret_cast<T*>(temp.bytes);
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int width = warp_width<B>();
+    const unsigned int mask = lanes_mask(width);
+    T inc = total;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const T o = shfl_up(inc, d, mask);
+      if (lane >= d) inc = op(o, inc);
+    }
+    const T below = shfl_up(inc, 1, mask);  // the inclusive scan up to lane - 1
+    if (lane == width - 1) warps[warp] = inc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      T acc = warps[0];
+      for (int w = 1; w < kWarps; ++w) {
+        const T t = warps[w];
+        warps[w] = acc;
+        acc = op(acc, t);
+      }
+      warps[kWarps] = prefix(acc);
+    }
+    __syncthreads();
+    T b = warps[kWarps];
+    if (warp > 0) b = op(b, warps[warp]);
+    if (lane > 0) b = op(b, below);
+    before = b;
+  }
+  template <class Op, class P> __device__ __forceinline__ void ExclusiveScan(T in, T& out, Op op, P& prefix) {
+    ExclusivePrefix(in, out, op, prefix);
+  }
+  // Items blocked by thread (thread t holds t*N .. t*N+N-1).
+  template <int N, class Op, class P>
+  __device__ __forceinline__ void InclusiveScan(T (&in)[N], T (&out)[N], Op op, P& prefix) {
+    T total = in[0];
+#pragma unroll
+    for (int i = 1; i < N; ++i) total = op(total, in[i]);
+    T run;
+    ExclusivePrefix(total, run, op, prefix);
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      run = op(run, in[i]);
+      out[i] = run;
+    }
+  }
+};
+
+template <class T, int B, int N> struct BlockExchange {
+  // One padding element every 32, so that neither layout's accesses conflict.
+  static constexpr int kItems = B * N + (B * N) / 32;
+  struct TempStorage { alignas(T) unsigned char bytes[sizeof(T) * kItems]; };
+  TempStorage& temp;
+  __device__ __forceinline__ explicit BlockExchange(TempStorage& t) : temp(t) {}
+  static __device__ __forceinline__ int at(int i) { return i + i / 32; }
+  // Striped (thread t holds t + i*B) to blocked (t*N + i), and back.
+  __device__ __forceinline__ void StripedToBlocked(T (&in)[N], T (&out)[N]) {
+    T* s = reinterpret_cast<T*>(temp.bytes);
+#pragma unroll
+    for (int i = 0; i < N; ++i) s[at(threadIdx.x + i * B)] = in[i];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = s[at(threadIdx.x * N + i)];
+  }
+  __device__ __forceinline__ void BlockedToStriped(T (&in)[N], T (&out)[N]) {
+    T* s = reinterpret_cast<T*>(temp.bytes);
+#pragma unroll
+    for (int i = 0; i < N; ++i) s[at(threadIdx.x * N + i)] = in[i];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = s[at(threadIdx.x + i * B)];
+  }
+};
+
 }  // namespace gf
 )CUDA";
 
