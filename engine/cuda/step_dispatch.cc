@@ -62,6 +62,7 @@ absl::StatusOr<bool> RunStep(StepRunContext& ctx) {
     ran = RunScan(ctx);
   } else if (IsLayoutStep(step, root)) {
     ran = RunLayout(ctx);
+    if (ran.ok() && !*ran) ran = RunSelection(ctx);
   } else if (step.kind == StepKind::kCreation) {
     ran = RunCreation(ctx);
   } else if (step.kind == StepKind::kMatmul) {
@@ -75,7 +76,10 @@ absl::Status CompileStep(StepCompileContext& ctx) {
   const Step& step = ctx.step;
   if (step.kind == StepKind::kElementwise) return CompileElementwise(ctx);
   if (step.kind == StepKind::kScan) return CompileScan(ctx);
-  if (IsLayoutStep(step, ctx.root())) return CompileLayout(ctx);
+  if (IsLayoutStep(step, ctx.root())) {
+    if (absl::Status s = CompileLayout(ctx); !s.ok()) return s;
+    return CompileSelection(ctx);
+  }
   if (step.kind == StepKind::kCreation) return CompileCreation(ctx);
   if (step.kind == StepKind::kCustom) return CompileCustom(ctx);
   if (step.kind == StepKind::kMatmul) return CompileMatmul(ctx);

@@ -7,6 +7,7 @@
 //   | reduction, softmax            | run_reduction.cc     |
 //   | scan (cumsum, cumprod)        | run_scan.cc          |
 //   | shape ops, gathers and `full` | run_layout.cc        |
+//   | scatter, flatnonzero          | run_select.cc        |
 //   | arange, random_*              | run_creation.cc      |
 //   | matmul, dot                   | run_matmul.cc        |
 //   | custom and raw kernels        | run_custom.cc        |
@@ -165,6 +166,10 @@ absl::Status CompileScan(StepCompileContext& ctx);
 // Shape ops and `full` as strided copies.
 absl::StatusOr<bool> RunLayout(StepRunContext& ctx);
 absl::Status CompileLayout(StepCompileContext& ctx);
+
+// scatter and flatnonzero (run_select.cc), tried after RunLayout.
+absl::StatusOr<bool> RunSelection(StepRunContext& ctx);
+absl::Status CompileSelection(StepCompileContext& ctx);
 
 // arange, random_uniform, random_normal.
 absl::StatusOr<bool> RunCreation(StepRunContext& ctx);

@@ -39,3 +39,7 @@ if(GPUFLOW_WITH_CUDA)
   gpuflow_test(codegen_creation_test SRCS engine/cuda/codegen_creation_test.cc
                DEPS gpuflow::cuda gpuflow::plan gpuflow::ir gpuflow::host)
 endif()
+if(GPUFLOW_WITH_CUDA)
+  gpuflow_test(codegen_select_test SRCS engine/cuda/codegen_select_test.cc
+               DEPS gpuflow::cuda gpuflow::ir gpuflow::testing)
+endif()

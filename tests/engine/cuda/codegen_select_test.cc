@@ -1,0 +1,109 @@
+// scatter and flatnonzero kernels: their launch words and NVRTC compiles of
+// every specialisation for sm_90 (no GPU needed). Values are checked on the
+// GPU by tests/python/test_select.py with GPUFLOW_TEST_BACKEND=cuda.
+#include "engine/cuda/codegen_select.h"
+
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/cuda/device_library.h"
+#include "engine/cuda/nvrtc_compiler.h"
+#include "engine/ir/validate.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace gpuflow::cuda {
+namespace {
+
+using ::gpuflow::testing::IsOk;
+using ::testing::ElementsAre;
+
+SelectKernels Kernels(const std::string& op, AttrMap attrs,
+                      const std::vector<std::pair<DType, std::vector<int64_t>>>& arrays) {
+  Graph g;
+  Node n{.id = std::string(1, 'n'), .op = op, .inputs = {}, .attrs = std::move(attrs)};
+  for (size_t i = 0; i < arrays.size(); ++i)
+    n.inputs.push_back(Input::Array("a" + std::to_string(i)));
+  g.nodes.push_back(n);
+  ArrayTypeLookup lookup = [&](const std::string& name) -> absl::StatusOr<ValueType> {
+    const auto& [dtype, dims] = arrays.at(std::stoi(name.substr(1)));
+    return ValueType{dtype, *Shape::Create(dims), false};
+  };
+  absl::StatusOr<ValidatedGraph> v = ValidateGraph(g, lookup, {});
+  EXPECT_TRUE(v.ok()) << v.status();
+  if (!v.ok()) return {};
+  absl::StatusOr<std::optional<SelectKernels>> k = GenerateSelectKernels(v->nodes[0]);
+  EXPECT_TRUE(k.ok()) << k.status();
+  EXPECT_TRUE(k.ok() && k->has_value());
+  return k.ok() && k->has_value() ? **k : SelectKernels{};
+}
+
+AttrMap Mode(const std::string& mode) { return {{"mode", mode}}; }
+
+TEST(CodegenSelectTest, ScatterSetClaimsThenWritesWithBroadcastUpdates) {
+  // Updates (3, 1) over indices (3, 4): one stride per index row, the
+  // columns broadcast.
+  const SelectKernels k =
+      Kernels("scatter", Mode("set"),
+              {{DType::kFloat32, {10, 2}}, {DType::kInt64, {3, 4}}, {DType::kFloat64, {3, 1}}});
+  EXPECT_EQ(k.kind, SelectKernels::Kind::kScatterSet);
+  EXPECT_THAT(k.names, ElementsAre("gf_scatter_set_float32_int64_float64_r2_claim",
+                                   "gf_scatter_set_float32_int64_float64_r2_write"));
+  EXPECT_EQ(k.count, 12);
+  EXPECT_EQ(k.size, 20);
+  // [out, indices, updates, error word, winners, count, size, dims (3, 4), strides (1, 0)]
+  EXPECT_THAT(k.words, ElementsAre(0, 0, 0, 0, 0, 12, 20, 3, 4, 1, 0));
+}
+
+TEST(CodegenSelectTest, ScatterAddMergesContiguousUpdatesAndScalars) {
+  SelectKernels k =
+      Kernels("scatter", Mode("add"),
+              {{DType::kInt8, {5}}, {DType::kUInt16, {2, 3}}, {DType::kInt8, {2, 3}}});
+  EXPECT_EQ(k.kind, SelectKernels::Kind::kScatterCombine);
+  EXPECT_THAT(k.names, ElementsAre("gf_scatter_add_int8_uint16_int8_r1_combine"));
+  EXPECT_THAT(k.words, ElementsAre(0, 0, 0, 0, 0, 6, 5, 6, 1));
+  k = Kernels("scatter", Mode("max"),
+              {{DType::kFloat16, {5}}, {DType::kInt32, {2, 3}}, {DType::kFloat16, {}}});
+  EXPECT_THAT(k.words, ElementsAre(0, 0, 0, 0, 0, 6, 5, 6, 0));
+}
+
+TEST(CodegenSelectTest, FlatNonzeroCountsTilesOfTheInput) {
+  const SelectKernels k =
+      Kernels("flatnonzero", {{"size", int64_t{3}}}, {{DType::kBFloat16, {3, 2000}}});
+  EXPECT_EQ(k.kind, SelectKernels::Kind::kFlatNonzero);
+  EXPECT_THAT(k.names, ElementsAre("gf_flatnonzero_bfloat16_count", "gf_flatnonzero_bfloat16_scan",
+                                   "gf_flatnonzero_bfloat16_write"));
+  // [input, out, tile counts, error word, n, size, tiles]
+  EXPECT_THAT(k.words, ElementsAre(0, 0, 0, 0, 6000, 3, 3));
+}
+
+TEST(CodegenSelectTest, EveryKernelCompilesForSm90) {
+  std::map<std::string, std::string> kernels;  // first kernel name -> text
+  auto add = [&](const SelectKernels& k) {
+    if (!k.names.empty()) kernels[k.names[0]] = k.source.substr(std::strlen(kDeviceLibrary));
+  };
+  for (const DTypeInfo& a : AllDTypes()) {
+    for (const char* mode : {"set", "add", "mul", "min", "max"}) {
+      for (DType index : {DType::kInt64, DType::kUInt8}) {
+        add(Kernels("scatter", Mode(mode), {{a.dtype, {7}}, {index, {3}}, {a.dtype, {3}}}));
+        add(Kernels("scatter", Mode(mode), {{a.dtype, {7}}, {index, {3}}, {DType::kFloat64, {}}}));
+        add(Kernels("scatter", Mode(mode), {{a.dtype, {7}}, {index, {3}}, {DType::kBool, {3}}}));
+      }
+    }
+    add(Kernels("flatnonzero", {{"size", int64_t{0}}}, {{a.dtype, {4}}}));
+  }
+  std::string program = kDeviceLibrary;
+  for (const auto& [name, text] : kernels) program += text;
+  EXPECT_GT(kernels.size(), 300u);
+  CompileOptions options;
+  options.arch = 90;
+  absl::StatusOr<CompiledModule> m = CompileToCubin(program, "select.cu", options);
+  EXPECT_THAT(m, IsOk());
+}
+
+}  // namespace
+}  // namespace gpuflow::cuda
