@@ -412,6 +412,14 @@ def workloads(small=False):
             torch=lambda torch: ((lambda x: x.sum()) if axes is None else (lambda x: x.sum(dim=axes))),
             rtol=1e-4, atol=1e-6, bytes_moved=4 * (size + out))
 
+    def compress_variant(session, names):
+        # The selection's length is learnt first, as x[x > 0] does (one
+        # Execute, not timed); the timed graph compares, compacts and gathers.
+        count = int(gpuflow.count_nonzero(session.array(names[0]) > 0).get())
+        g = gpuflow.Graph()
+        x = g.array(names[0])
+        return g, g.take(x, g.flatnonzero(g.gt(x, 0.0), size=count))
+
     return [
         Workload(
             "ew", f"sqrt(a*a+b*b)*2+1, {n2} f32",
@@ -456,6 +464,13 @@ def workloads(small=False):
                   "ReductionKernel": cupy_l2norm},
             torch=lambda torch: lambda a: torch.sqrt((a**2).sum(dim=-1)),
             rtol=1e-12, bytes_moved=8 * 256 * 1025),
+        Workload(
+            "compress", f"x[x > 0] (50% kept), {n2} f32", [Input("x", (n,), seed=81)],
+            lambda xp, x: x[x > 0],
+            gpuflow={"graph gt/flatnonzero/take": compress_variant},
+            cupy={"x[x > 0]": lambda cp: lambda x: x[x > 0]},
+            torch=lambda torch: lambda x: x[x > 0],
+            rtol=0.0, bytes_moved=4 * n + 4 * (n // 2)),
     ]
 
 
