@@ -290,3 +290,35 @@ def test_bincount_matches_numpy(session):
         gf.bincount(x, minlength=-1)
     with pytest.raises(ValueError, match="object too deep"):
         gf.bincount(session.asarray(np.zeros((2, 2), np.int64)))
+
+
+# ---- unique -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_unique_matches_numpy_for_every_dtype(session, dtype):
+    host = _data(dtype, (4, 9))
+    x = session.asarray(host)
+    got = gf.unique(x, return_index=True, return_inverse=True, return_counts=True)
+    want = np.unique(host, return_index=True, return_inverse=True, return_counts=True)
+    check_all([(got[0], want[0]), (got[1], want[1]), (got[2], want[2].reshape(host.shape)),
+               (got[3], want[3]), (gf.unique(x), np.unique(host))])
+
+
+def test_unique_collapses_nans_and_signed_zeros(session):
+    host = np.array([np.nan, 1.0, -0.0, np.nan, 0.0, 1.0, -np.nan], np.float32)
+    x = session.asarray(host)
+    values, counts = gf.unique(x, return_counts=True)
+    got = gf.evaluate(values, counts)
+    np.testing.assert_array_equal(got[0], np.array([0.0, 1.0, np.nan], np.float32))
+    np.testing.assert_array_equal(got[1], [2, 2, 3])
+    check_all([(gf.unique(x, equal_nan=False), np.array([0.0, 1.0, np.nan, np.nan, np.nan],
+                                                         np.float32))])
+
+
+def test_unique_of_empty_and_0d(session):
+    e = session.asarray(np.zeros((0, 2), np.int16))
+    v, i, inv, c = gf.unique(e, return_index=True, return_inverse=True, return_counts=True)
+    check_all([(v, np.zeros(0, np.int16)), (i, np.zeros(0, np.int64)),
+               (inv, np.zeros((0, 2), np.int64)), (c, np.zeros(0, np.int64))])
+    check_all([(gf.unique(session.asarray(np.int8(3))), np.array([3], np.int8))])

@@ -387,5 +387,53 @@ def bincount(x, weights=None, minlength=0):
     return scatter(base, index, weights.astype("float64"), "add")
 
 
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True):
+    """numpy.unique of the flattened array (``axis`` None only): sorted
+    values (equal NaNs collapse unless ``equal_nan`` is False), and the
+    first index of each, the inverse (in ar's shape, as NumPy 2) and the
+    counts. One stable argsort, one Execute for the number of values, then
+    a take, a scatter and differences."""
+    from gpuflow import _sorting, functions
+
+    ar = _remote(ar)
+    if axis is not None:
+        raise NotImplementedError("gpuflow.unique takes axis=None only (the flattened array)")
+    flat = ar.reshape(-1)
+    n = flat.size
+    session = ar.session
+    if n == 0:
+        values = flat
+        extra = [functions.zeros(0, "int64", session=session)] * (return_index + return_counts)
+        inverse = [functions.zeros(ar.shape, "int64", session=session)] if return_inverse else []
+    else:
+        order = _sorting.argsort(flat, kind="stable")
+        s = flat.take(order)
+        new = s[1:] != s[:-1]
+        if equal_nan and _inference.is_float(flat._expr.dtype):
+            both_nan = functions.logical_and(functions.isnan(s[1:]), functions.isnan(s[:-1]))
+            new = functions.logical_and(new, functions.logical_not(both_nan))
+        starts = functions.concatenate([functions.ones(1, "bool", session=session), new])
+        first = flatnonzero(starts)  # positions in the sorted array
+        values = s.take(first)
+        extra = []
+        if return_index:
+            extra.append(order.take(first))
+        if return_inverse:
+            ranks = functions.cumsum(starts.astype("int64")) - 1
+            base = functions.zeros(n, "int64", session=session)
+            inverse = [scatter(base, order, ranks).reshape(ar.shape)]
+        else:
+            inverse = []
+        if return_counts:
+            ends = functions.concatenate([first[1:], functions.full(1, n, "int64",
+                                                                    session=session)])
+            counts = ends - first
+            extra.append(counts)
+    if return_inverse:
+        extra = extra[:1] + inverse + extra[1:] if return_index else inverse + extra
+    return (values, *extra) if extra else values
+
+
 __all__ = ["argwhere", "bincount", "compress", "extract", "flatnonzero", "nonzero", "place",
-           "put", "put_along_axis", "putmask"]
+           "put", "put_along_axis", "putmask", "unique"]
