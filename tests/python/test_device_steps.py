@@ -23,6 +23,24 @@ def softmax(x, axis):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def _scattered():
+    out = X.copy().reshape(-1)
+    out[I.reshape(24)] = I.reshape(24).astype(np.float32)  # the last duplicate wins
+    return out.reshape(X.shape)
+
+
+def _added():
+    t = I.reshape(24).astype(np.int8)
+    np.add.at(t, (I.reshape(24) + 50) // 5, I.reshape(24).astype(np.int8))
+    return t
+
+
+def _maxed():
+    out = X.astype(np.float16).reshape(-1)
+    np.maximum.at(out, I.reshape(24), I.reshape(24).astype(np.float16))
+    return out.reshape(X.shape)
+
+
 # (name, build(g, x, long, i, j) -> node, expected value or None, rtol)
 CASES = [
     ("elementwise", lambda g, x, *_: g.add(g.mul(g.sqrt(g.abs(x)), 2), 1),
@@ -45,6 +63,18 @@ CASES = [
     ("take_along_axis", lambda g, x, long, i, j: g.take_along_axis(
         x, g.reshape(g.floordiv(g.add(i, 50), 2), shape=[1, 24, 1]), axis=1),
      np.take_along_axis(X, ((I + 50) // 2).reshape(1, 24, 1), axis=1), None),
+    ("scatter set, duplicates", lambda g, x, long, i, j: g.scatter(
+        x, g.reshape(i, shape=[24]), g.cast(g.reshape(i, shape=[24]), dtype="float32")),
+     _scattered(), None),
+    ("scatter add int8 (compare-and-swap)", lambda g, x, long, i, j: g.scatter(
+        g.cast(g.reshape(i, shape=[24]), dtype="int8"),
+        g.floordiv(g.add(g.reshape(i, shape=[24]), 50), 5),
+        g.cast(g.reshape(i, shape=[24]), dtype="int8"), mode="add"), _added(), None),
+    ("scatter max float16", lambda g, x, long, i, j: g.scatter(
+        g.cast(x, dtype="float16"), g.reshape(i, shape=[24]),
+        g.cast(g.reshape(i, shape=[24]), dtype="float16"), mode="max"), _maxed(), None),
+    ("flatnonzero", lambda g, x, *_: g.flatnonzero(g.gt(x, 0.5), size=int((X > 0.5).sum())),
+     np.flatnonzero(X > 0.5), None),
     ("arange", lambda g, *_: g.arange(start=3, stop=40, step=3), np.arange(3, 40, 3), None),
     ("random_normal", lambda g, *_: g.random_normal(shape=[1000], seed=5), None, None),
     ("matmul float32", lambda g, x, *_: g.matmul(x, g.transpose(x, axes=[0, 2, 1])),
