@@ -322,3 +322,19 @@ def test_unique_of_empty_and_0d(session):
     check_all([(v, np.zeros(0, np.int16)), (i, np.zeros(0, np.int64)),
                (inv, np.zeros((0, 2), np.int64)), (c, np.zeros(0, np.int64))])
     check_all([(gf.unique(session.asarray(np.int8(3))), np.array([3], np.int8))])
+
+
+def test_array_methods_and_zero_d_writes(session):
+    host = _data("int32", (3, 4))
+    x = session.asarray(host)
+    pairs = list(zip(x.nonzero(), host.nonzero()))
+    pairs.append((x.compress([True, False, True], axis=0), host.compress([True, False, True],
+                                                                         axis=0)))
+    y = session.asarray(host)
+    y.put([1, -1], [7, 8])
+    want = host.copy()
+    want.put([1, -1], [7, 8])
+    z = session.asarray(np.float64(1.5))
+    gf.put(z, [0, -1], [2.5, 3.5])  # a 0-d array is one element
+    pairs += [(y, want), (z, np.float64(3.5))]
+    check_all(pairs)

@@ -1,6 +1,6 @@
 """The ndarray members a CuPy user reaches for beyond shape and dtype:
 ``flags``, ``strides``, ``base``, ``real``, ``imag``, ``mT``, ``fill``,
-``view`` and JAX's ``at``. RemoteArray inherits them (gpuflow.remote_array).
+``view``, ``nonzero``, ``put``, ``compress`` and JAX's ``at``. RemoteArray inherits them (gpuflow.remote_array).
 
 gpuflow arrays are C-contiguous values without views: ``base`` is None,
 ``flags.owndata`` is True, and ``strides`` are those of a C-ordered array.
@@ -121,6 +121,24 @@ class ArrayMembers:
         """Rebinds the array to ``value`` everywhere, converted to its dtype as
         NumPy's ``fill`` converts it."""
         self[...] = value
+
+    def nonzero(self):
+        """numpy.ndarray.nonzero (one Execute learns the count)."""
+        from gpuflow import _select
+
+        return _select.nonzero(self)
+
+    def put(self, indices, values, mode="raise"):
+        """numpy.ndarray.put: rebinds the array (one scatter)."""
+        from gpuflow import _select
+
+        _select.put(self, indices, values, mode)
+
+    def compress(self, condition, axis=None, out=None):
+        """numpy.ndarray.compress."""
+        from gpuflow import _select
+
+        return _select.compress(condition, self, axis, out)
 
     def sort(self, axis=-1, kind=None, order=None, *, stable=None):
         """numpy.ndarray.sort: NumPy sorts in place; here the array is
