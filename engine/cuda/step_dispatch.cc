@@ -67,6 +67,8 @@ absl::StatusOr<bool> RunStep(StepRunContext& ctx) {
     ran = RunCreation(ctx);
   } else if (step.kind == StepKind::kMatmul) {
     ran = RunGeneratedMatmul(ctx);
+  } else if (step.kind == StepKind::kSort) {
+    ran = RunSort(ctx);
   }
   if (!ran.ok()) return step_error(ran.status());
   return *ran;
@@ -84,6 +86,7 @@ absl::Status CompileStep(StepCompileContext& ctx) {
   if (step.kind == StepKind::kCustom) return CompileCustom(ctx);
   if (step.kind == StepKind::kMatmul) return CompileMatmul(ctx);
   if (step.kind == StepKind::kReduction) return CompileReduction(ctx);
+  if (step.kind == StepKind::kSort) return CompileSort(ctx);
   return absl::OkStatus();  // the host
 }
 

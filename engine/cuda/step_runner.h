@@ -11,6 +11,7 @@
 //   | arange, random_*              | run_creation.cc      |
 //   | matmul, dot                   | run_matmul.cc        |
 //   | custom and raw kernels        | run_custom.cc        |
+//   | sort, argsort (CUB)           | run_sort.cc          |
 //   | what no runner takes          | run_host.cc          |
 //
 // Each family has a Run (launch the step's kernels) and a Compile (generate
@@ -184,6 +185,10 @@ bool TakesBlas(const ValidatedNode& node);
 absl::StatusOr<bool> RunBlasMatmul(StepRunContext& ctx);
 absl::StatusOr<bool> RunGeneratedMatmul(StepRunContext& ctx);
 absl::Status CompileMatmul(StepCompileContext& ctx);
+
+// sort and argsort through CUB (cub_sort.h); searchsorted: false.
+absl::StatusOr<bool> RunSort(StepRunContext& ctx);
+absl::Status CompileSort(StepCompileContext& ctx);
 
 // elementwise_kernel, reduction_kernel and raw_kernel (always on the device).
 absl::Status RunCustom(StepRunContext& ctx);

@@ -23,61 +23,38 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/host/host_kernels_internal.h"
+#include "engine/ir/sort_key.h"
 
 namespace gpuflow::host_internal {
 namespace {
 
-template <size_t kBytes>
-struct UnsignedOfSize;
-template <>
-struct UnsignedOfSize<1> {
-  using type = uint8_t;
-};
-template <>
-struct UnsignedOfSize<2> {
-  using type = uint16_t;
-};
-template <>
-struct UnsignedOfSize<4> {
-  using type = uint32_t;
-};
-template <>
-struct UnsignedOfSize<8> {
-  using type = uint64_t;
-};
-
 // The key of a storage type T: an unsigned integer of T's width.
 template <typename T>
-using KeyOf = typename UnsignedOfSize<sizeof(T)>::type;
+using KeyOf = typename SortKeyOfSize<sizeof(T)>::type;
 
-// The order-preserving key of one element: bool 0/1; unsigned ints as they
-// are; signed ints with the sign bit flipped; floats with the sign bit set
-// when positive and every bit flipped when negative, -0.0 taken as 0.0 and
-// every NaN (either sign, any payload) as the largest key, above +inf.
+template <typename T>
+constexpr SortKeyKind KindOfStorage() {
+  if constexpr (std::is_same_v<T, bool>) {
+    return SortKeyKind::kBool;
+  } else if constexpr (std::is_same_v<T, Half>) {
+    return SortKeyKind::kFloat16;
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return SortKeyKind::kBFloat16;
+  } else if constexpr (std::is_same_v<T, float>) {
+    return SortKeyKind::kFloat32;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return SortKeyKind::kFloat64;
+  } else {
+    return std::is_signed_v<T> ? SortKeyKind::kSigned : SortKeyKind::kUnsigned;
+  }
+}
+
+// The order-preserving key of one element (engine/ir/sort_key.h).
 template <typename T>
 KeyOf<T> SortKey(const std::byte* p) {
-  using K = KeyOf<T>;
-  constexpr K kSign = static_cast<K>(K{1} << (8 * sizeof(K) - 1));
-  if constexpr (std::is_same_v<T, bool>) {
-    return LoadElement<bool>(p) ? 1 : 0;
-  } else {
-    K bits;
-    std::memcpy(&bits, p, sizeof(K));
-    if constexpr (!kIsFloatStorage<T>) {
-      return std::is_signed_v<T> ? static_cast<K>(bits ^ kSign) : bits;
-    } else {
-      constexpr int kMantissa = std::is_same_v<T, Half>       ? 10
-                                : std::is_same_v<T, BFloat16> ? 7
-                                : std::is_same_v<T, float>    ? 23
-                                                              : 52;
-      constexpr K kMagnitude = static_cast<K>(~kSign);
-      constexpr K kInf = static_cast<K>(kMagnitude >> kMantissa << kMantissa);
-      const K magnitude = static_cast<K>(bits & kMagnitude);
-      if (magnitude > kInf) return static_cast<K>(~K{0});  // NaN
-      if (magnitude == 0) return kSign;                    // -0.0 and 0.0
-      return (bits & kSign) ? static_cast<K>(~bits) : static_cast<K>(bits | kSign);
-    }
-  }
+  KeyOf<T> bits;
+  std::memcpy(&bits, p, sizeof(bits));
+  return OrderedSortKey<KeyOf<T>>(bits, KindOfStorage<T>());
 }
 
 // Cuts `v` into parts sorted on threads of their own and merges them

@@ -43,3 +43,8 @@ if(GPUFLOW_WITH_CUDA)
   gpuflow_test(codegen_select_test SRCS engine/cuda/codegen_select_test.cc
                DEPS gpuflow::cuda gpuflow::ir gpuflow::testing)
 endif()
+if(GPUFLOW_WITH_CUDA)
+  # Needs a device (skips without one).
+  gpuflow_test(cub_sort_test SRCS engine/cuda/cub_sort_test.cc
+               DEPS gpuflow::cuda gpuflow::host gpuflow::ir LABELS gpu)
+endif()

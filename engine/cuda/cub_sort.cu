@@ -1,0 +1,186 @@
+// CUB's radix and segmented sorts for sort and argsort (cub_sort.h), with
+// the small kernels that turn elements into ordered keys and back.
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_segmented_sort.cuh>
+
+#include "engine/cuda/cub_sort.h"
+
+namespace gpuflow::cuda {
+namespace {
+
+constexpr int kBlock = 256;
+
+// Position t of the sorted layout (row s = o * inner + i, element j) and
+// its offset in the input's (outer, length, inner) layout.
+__device__ int64_t SourceOffset(int64_t t, int64_t length, int64_t inner, int64_t* j_out) {
+  const int64_t s = t / length;
+  const int64_t j = t - s * length;
+  const int64_t o = s / inner;
+  const int64_t i = s - o * inner;
+  *j_out = j;
+  return (o * length + j) * inner + i;
+}
+
+template <typename K>
+__global__ void ToKeys(const K* in, K* keys, int32_t* index, SortKeyKind kind, int64_t length,
+                       int64_t inner, int64_t n) {
+  for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < n;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t j = 0;
+    const int64_t from = SourceOffset(t, length, inner, &j);
+    keys[t] = OrderedSortKey<K>(in[from], kind);
+    if (index != nullptr) index[t] = static_cast<int32_t>(j);
+  }
+}
+
+// mode 0: argsort (int64 indices); 1: the input element at the sorted
+// index; 2: the element of the sorted key (integers and bool).
+template <typename K>
+__global__ void FromKeys(const K* keys, const int32_t* index, const K* in, void* out, int mode,
+                         SortKeyKind kind, int64_t length, int64_t inner, int64_t n) {
+  for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < n;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t j = 0;
+    const int64_t to = SourceOffset(t, length, inner, &j);
+    if (mode == 0) {
+      static_cast<int64_t*>(out)[to] = index[t];
+    } else if (mode == 1) {
+      static_cast<K*>(out)[to] = in[to + (static_cast<int64_t>(index[t]) - j) * inner];
+    } else {
+      static_cast<K*>(out)[to] = ElementOfSortKey<K>(keys[t], kind);
+    }
+  }
+}
+
+__global__ void RowOffsets(int64_t* offsets, int64_t length, int64_t rows) {
+  for (int64_t s = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; s <= rows;
+       s += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    offsets[s] = s * length;
+  }
+}
+
+size_t Aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+struct Layout {
+  int64_t n = 0;
+  int64_t rows = 0;
+  bool pairs = false;
+  size_t keys = 0;      // bytes of one key array
+  size_t index = 0;     // bytes of one index array (0: keys only)
+  size_t offsets = 0;   // bytes of the row offsets (0: one row)
+  size_t fixed() const { return 2 * keys + 2 * index + offsets; }
+};
+
+Layout LayoutOf(const DeviceSortArgs& a) {
+  Layout l;
+  l.rows = a.outer * a.inner;
+  l.n = l.rows * a.length;
+  l.pairs = a.indices || a.kind == SortKeyKind::kFloat16 || a.kind == SortKeyKind::kBFloat16 ||
+            a.kind == SortKeyKind::kFloat32 || a.kind == SortKeyKind::kFloat64;
+  l.keys = Aligned(static_cast<size_t>(l.n) * a.key_bytes);
+  l.index = l.pairs ? Aligned(static_cast<size_t>(l.n) * sizeof(int32_t)) : 0;
+  l.offsets = l.rows > 1 ? Aligned(static_cast<size_t>(l.rows + 1) * sizeof(int64_t)) : 0;
+  return l;
+}
+
+// CUB's temporary storage query (temp == nullptr) or the sort itself.
+template <typename K>
+DeviceSortCall CubSort(const Layout& l, void* temp, size_t& temp_bytes, const K* keys_in,
+                       K* keys_out, const int32_t* index_in, int32_t* index_out,
+                       const int64_t* offsets, cudaStream_t stream) {
+  cudaError_t e = cudaSuccess;
+  if (l.rows <= 1) {
+    if (l.pairs) {
+      e = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, index_in, index_out,
+                                          l.n, 0, static_cast<int>(8 * sizeof(K)), stream);
+      return {e, "cub::DeviceRadixSort::SortPairs"};
+    }
+    e = cub::DeviceRadixSort::SortKeys(temp, temp_bytes, keys_in, keys_out, l.n, 0,
+                                       static_cast<int>(8 * sizeof(K)), stream);
+    return {e, "cub::DeviceRadixSort::SortKeys"};
+  }
+  if (l.pairs) {
+    e = cub::DeviceSegmentedSort::StableSortPairs(temp, temp_bytes, keys_in, keys_out, index_in,
+                                                  index_out, l.n, l.rows, offsets, offsets + 1,
+                                                  stream);
+    return {e, "cub::DeviceSegmentedSort::StableSortPairs"};
+  }
+  e = cub::DeviceSegmentedSort::StableSortKeys(temp, temp_bytes, keys_in, keys_out, l.n, l.rows,
+                                               offsets, offsets + 1, stream);
+  return {e, "cub::DeviceSegmentedSort::StableSortKeys"};
+}
+
+int GridFor(int64_t n) {
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  return static_cast<int>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
+}
+
+template <typename K>
+DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
+                   cudaStream_t stream, size_t* bytes_out) {
+  const Layout l = LayoutOf(a);
+  char* base = static_cast<char*>(scratch);
+  K* keys_in = reinterpret_cast<K*>(base);
+  K* keys_out = reinterpret_cast<K*>(base + l.keys);
+  int32_t* index_in = l.pairs ? reinterpret_cast<int32_t*>(base + 2 * l.keys) : nullptr;
+  int32_t* index_out = l.pairs ? reinterpret_cast<int32_t*>(base + 2 * l.keys + l.index) : nullptr;
+  int64_t* offsets =
+      l.offsets ? reinterpret_cast<int64_t*>(base + 2 * l.keys + 2 * l.index) : nullptr;
+  if (bytes_out != nullptr) {
+    size_t temp_bytes = 0;
+    DeviceSortCall c = CubSort<K>(l, nullptr, temp_bytes, keys_in, keys_out, index_in, index_out,
+                                  offsets, stream);
+    if (c.error != cudaSuccess) return c;
+    *bytes_out = l.fixed() + Aligned(temp_bytes) + 256;
+    return {};
+  }
+  if (l.n == 0) return {};
+  void* temp = base + l.fixed();
+  size_t temp_bytes = scratch_bytes - l.fixed();
+  ToKeys<K><<<GridFor(l.n), kBlock, 0, stream>>>(static_cast<const K*>(a.in), keys_in, index_in,
+                                                  a.kind, a.length, a.inner, l.n);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "ToKeys<<<>>>"};
+  if (offsets != nullptr) {
+    RowOffsets<<<GridFor(l.rows + 1), kBlock, 0, stream>>>(offsets, a.length, l.rows);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "RowOffsets<<<>>>"};
+  }
+  DeviceSortCall c =
+      CubSort<K>(l, temp, temp_bytes, keys_in, keys_out, index_in, index_out, offsets, stream);
+  if (c.error != cudaSuccess) return c;
+  const int mode = a.indices ? 0 : (l.pairs ? 1 : 2);
+  FromKeys<K><<<GridFor(l.n), kBlock, 0, stream>>>(keys_out, index_out,
+                                                    static_cast<const K*>(a.in), a.out, mode,
+                                                    a.kind, a.length, a.inner, l.n);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "FromKeys<<<>>>"};
+  return {};
+}
+
+DeviceSortCall Dispatch(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
+                        cudaStream_t stream, size_t* bytes_out) {
+  switch (a.key_bytes) {
+    case 1:
+      return Run<uint8_t>(a, scratch, scratch_bytes, stream, bytes_out);
+    case 2:
+      return Run<uint16_t>(a, scratch, scratch_bytes, stream, bytes_out);
+    case 4:
+      return Run<uint32_t>(a, scratch, scratch_bytes, stream, bytes_out);
+    case 8:
+      return Run<uint64_t>(a, scratch, scratch_bytes, stream, bytes_out);
+    default:
+      return {cudaErrorInvalidValue, "DeviceSort (key size)"};
+  }
+}
+
+}  // namespace
+
+DeviceSortCall DeviceSortScratchBytes(const DeviceSortArgs& args, size_t* bytes) {
+  *bytes = 0;
+  return Dispatch(args, nullptr, 0, nullptr, bytes);
+}
+
+DeviceSortCall DeviceSort(const DeviceSortArgs& args, void* scratch, size_t scratch_bytes,
+                          cudaStream_t stream) {
+  return Dispatch(args, scratch, scratch_bytes, stream, nullptr);
+}
+
+}  // namespace gpuflow::cuda

@@ -1,0 +1,63 @@
+// sort and argsort on the device with CUB's device-wide radix sort (one
+// row) and segmented sort (many rows), compiled ahead of time by nvcc
+// (cub_sort.cu): the host-side dispatch templates of CUB cannot be
+// generated and compiled by NVRTC like the other kernels.
+//
+// Elements become unsigned keys of their own width whose order is NumPy's
+// (engine/ir/sort_key.h, shared with the host kernels: NaN of either sign above +inf, -0.0 as 0.0,
+// signed integers with the sign bit flipped), gathered so that each row is
+// contiguous (a non-last axis is moved last). Integers and bool sort their
+// keys alone and map them back; floats (whose keys forget a NaN's payload
+// and a zero's sign) and argsort sort (key, int32 index) pairs, both stable,
+// and gather the input or write the indices. So only four key widths, each
+// keys-only or with int32 values, radix or segmented, are instantiated.
+//
+//   DeviceSortArgs args{...};
+//   size_t bytes = 0;
+//   DeviceSortCall c = DeviceSortScratchBytes(args, &bytes);   // c.error, c.call
+//   ... allocate `bytes` on the stream ...
+//   c = DeviceSort(args, scratch, bytes, stream);
+#ifndef GPUFLOW_ENGINE_CUDA_CUB_SORT_H_
+#define GPUFLOW_ENGINE_CUDA_CUB_SORT_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/ir/sort_key.h"
+
+namespace gpuflow::cuda {
+
+using ::gpuflow::SortKeyKind;
+
+struct DeviceSortArgs {
+  SortKeyKind kind = SortKeyKind::kFloat32;
+  int key_bytes = 4;     // the element size: 1, 2, 4 or 8
+  bool indices = false;  // argsort: int64 indices out; else the sorted elements
+  const void* in = nullptr;
+  void* out = nullptr;
+  // The input is C-contiguous of shape (outer, length, inner), sorted along
+  // `length` (at most INT32_MAX: the indices are int32 while sorting).
+  int64_t outer = 1;
+  int64_t length = 0;
+  int64_t inner = 1;
+};
+
+// The first failing CUDA call (its name in `call`), or cudaSuccess.
+struct DeviceSortCall {
+  cudaError_t error = cudaSuccess;
+  const char* call = "";
+};
+
+// The scratch bytes DeviceSort needs: the keys and indices twice, the
+// segment offsets and CUB's temporary storage, in one buffer.
+DeviceSortCall DeviceSortScratchBytes(const DeviceSortArgs& args, size_t* bytes);
+
+// Queues the sort on `stream`; `scratch` holds DeviceSortScratchBytes bytes.
+DeviceSortCall DeviceSort(const DeviceSortArgs& args, void* scratch, size_t scratch_bytes,
+                          cudaStream_t stream);
+
+}  // namespace gpuflow::cuda
+
+#endif  // GPUFLOW_ENGINE_CUDA_CUB_SORT_H_
