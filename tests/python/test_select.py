@@ -338,3 +338,16 @@ def test_array_methods_and_zero_d_writes(session):
     gf.put(z, [0, -1], [2.5, 3.5])  # a 0-d array is one element
     pairs += [(y, want), (z, np.float64(3.5))]
     check_all(pairs)
+
+
+def test_remote_indices_out_of_bounds_name_the_axis(session):
+    x = session.asarray(np.zeros((4, 3), np.float32))
+    x[session.asarray(np.array([0, 7]))] = 1
+    with pytest.raises(gf.InvalidArgumentError, match="index 7 is out of bounds for axis 0 with "
+                                                      "size 4"):
+        x.get()
+    y = session.asarray(np.zeros(4, np.int16))
+    y[session.asarray(np.array([-5], np.int8))] = 1
+    with pytest.raises(gf.InvalidArgumentError, match="index -5 is out of bounds for axis 0 with "
+                                                      "size 4"):
+        y.get()

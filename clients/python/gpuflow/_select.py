@@ -221,12 +221,62 @@ def _fit_value(v, target):
     return v
 
 
-def positions(a, key):
-    """The flat indices of ``a[key]``, in its shape: the same key applied
-    to an arange (so the bounds checks and NumPy's placement are the
-    gather's)."""
+def _leading_positions(a, first, n):
+    """Flat positions of ``a[first]`` for int64 positions ``first`` (any
+    shape) along axis 0: each row of the trailing dimensions in turn."""
     from gpuflow import functions
 
+    inner = math.prod(a.shape[1:])
+    if a.ndim == 1:
+        return first
+    ra = _ra()
+    if not isinstance(first, ra.RemoteArray):
+        first = ra.asarray(np.asarray(first, np.int64), session=a.session)
+    rows = first.reshape(first.shape + (1,)) * inner
+    flat = rows + functions.arange(inner, dtype="int64", session=a.session)
+    return flat.reshape(first.shape + a.shape[1:])
+
+
+def positions(a, key):
+    """The flat indices of ``a[key]``, in its shape. A mask over every
+    leading dimension or one integer array along axis 0 give them directly;
+    other keys are applied to an arange of a's size (so the bounds checks
+    and NumPy's placement are the gather's)."""
+    from gpuflow import _gather, functions
+
+    ra = _ra()
+    k = key if isinstance(key, tuple) else (key,)
+    if len(k) == 1 and a.ndim >= 1:
+        mask = _as_mask(k[0])
+        if mask is not None and mask.ndim >= 1 and tuple(mask.shape) == a.shape[:mask.ndim]:
+            lead = a.shape[:mask.ndim]
+            flat = _host_flat(mask)
+            if flat is None:
+                flat = flatnonzero(mask)
+            if mask.ndim == a.ndim:
+                return flat
+            rest = math.prod(a.shape[mask.ndim:])
+            view = ra.RemoteArray(a.session, a._expr).reshape((math.prod(lead), rest)) \
+                if rest else None
+            if view is None:
+                return functions.zeros((flat.size,) + a.shape[mask.ndim:], "int64",
+                                       session=a.session)
+            return _leading_positions(view, flat, rest).reshape(
+                (flat.size,) + a.shape[mask.ndim:])
+        index = k[0]
+        if mask is None and isinstance(index, (ra.RemoteArray, np.ndarray, list)):
+            dim = a.shape[0]
+            if isinstance(index, ra.RemoteArray):
+                if np.dtype(index.dtype).kind in "iu" and index._expr.dtype != "bfloat16":
+                    if a.ndim == 1:  # the scatter checks them, with the same message
+                        return index
+                    return _leading_positions(a, _gather._checked_remote(ra, index, dim, 0), dim)
+            else:
+                host = _gather._host_indices(index)
+                if host.dtype != np.bool_:
+                    _gather._check_bounds(host, dim, _gather._axis_message(0, dim))
+                    wide = host.astype(np.int64)
+                    return _leading_positions(a, np.where(wide < 0, wide + dim, wide), dim)
     line = functions.arange(a.size, dtype="int64", session=a.session)
     return line.reshape(a.shape)[key]
 
