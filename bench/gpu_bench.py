@@ -330,6 +330,8 @@ def workloads(small=False):
     sp = 100 if small else 1000
     long_rows, long_len = (4, 1 << 16) if small else (64, 1 << 20)
     n2 = pow2_label(n)
+    ns = 1 << (16 if small else 26)  # sort of 2^26 float32 (issue 19)
+    ar = 256 if small else 4096  # argsort of (4096, 4096) rows
 
     def cupy_ew(cp):
         k = cp.ElementwiseKernel("float32 a, float32 b", "float32 c",
@@ -471,6 +473,20 @@ def workloads(small=False):
             cupy={"x[x > 0]": lambda cp: lambda x: x[x > 0]},
             torch=lambda torch: lambda x: x[x > 0],
             rtol=0.0, bytes_moved=4 * n + 4 * (n // 2)),
+        Workload(
+            "sort", f"sort, {pow2_label(ns)} f32", [Input("x", (ns,), seed=91)],
+            lambda xp, x: xp.sort(x),
+            gpuflow={"graph": graph_variant(lambda g, x: g.sort(x))},
+            cupy={"sort": lambda cp: lambda x: cp.sort(x)},
+            torch=lambda torch: lambda x: torch.sort(x, stable=True).values,
+            rtol=0.0, bytes_moved=2 * 4 * ns),
+        Workload(
+            "argsort_rows", f"argsort(axis=-1), ({ar}, {ar}) f32", [Input("x", (ar, ar), seed=92)],
+            lambda xp, x: xp.argsort(x, axis=-1, kind="stable"),
+            gpuflow={"graph": graph_variant(lambda g, x: g.argsort(x, axis=-1))},
+            cupy={"argsort": lambda cp: lambda x: cp.argsort(x, axis=-1)},
+            torch=lambda torch: lambda x: torch.argsort(x, dim=-1, stable=True),
+            rtol=0.0, bytes_moved=(4 + 8) * ar * ar),
     ]
 
 
