@@ -184,7 +184,8 @@ absl::StatusOr<SelectKernels> Scatter(const ValidatedNode& node) {
     strides = {0};
   }
   const int rank = static_cast<int>(dims.size());
-  const bool index32 = k.count < (int64_t{1} << 31) && k.size < (int64_t{1} << 31) &&
+  // 32-bit offsets with room for the grid stride past the last index.
+  const bool index32 = k.count < (int64_t{1} << 30) && k.size < (int64_t{1} << 31) &&
                        us.num_elements() < (int64_t{1} << 31);
   const std::string name =
       absl::StrCat("gf_scatter_", mode, "_", DTypeName(out), "_", DTypeName(index), "_",
