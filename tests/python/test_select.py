@@ -351,3 +351,37 @@ def test_remote_indices_out_of_bounds_name_the_axis(session):
     with pytest.raises(gf.InvalidArgumentError, match="index -5 is out of bounds for axis 0 with "
                                                       "size 4"):
         y.get()
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint32", "int64", "float32", "float64"])
+def test_ufunc_at_and_cupy_scatter_methods(session, dtype):
+    host = _data(dtype, (4, 5))
+    idx = np.array([0, 3, 0, -1])
+    vals = _data(dtype, (4, 5))
+    pairs = []
+    for ufunc, gfunc in ((np.add, gf.add), (np.multiply, gf.multiply),
+                         (np.maximum, gf.maximum), (np.minimum, gf.minimum)):
+        want = host.copy()
+        ufunc.at(want, idx, vals)
+        x = session.asarray(host)
+        gfunc.at(x, idx, vals)
+        pairs.append((x, want))
+    for method, ufunc in (("scatter_add", np.add), ("scatter_max", np.maximum),
+                          ("scatter_min", np.minimum)):
+        want = host.copy()
+        ufunc.at(want, (slice(None), [1, 1, 4]), 2)
+        y = session.asarray(host)
+        getattr(y, method)((slice(None), [1, 1, 4]), 2)
+        pairs.append((y, want))
+    check_all(pairs)
+
+
+def test_ufunc_at_refuses_what_numpy_refuses(session):
+    x = session.asarray(np.zeros(3, np.int16))
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'add' output from dtype\\('float64'\\) "
+                                        "to dtype\\('int16'\\) with casting rule 'same_kind'"):
+        gf.add.at(x, [0], 1.5)
+    with pytest.raises(ValueError, match="second operand needed for ufunc"):
+        gf.add.at(x, [0])
+    with pytest.raises(NotImplementedError, match="subtract.at"):
+        gf.subtract.at(x, [0], 1)

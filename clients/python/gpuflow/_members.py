@@ -1,6 +1,7 @@
 """The ndarray members a CuPy user reaches for beyond shape and dtype:
 ``flags``, ``strides``, ``base``, ``real``, ``imag``, ``mT``, ``fill``,
-``view``, ``nonzero``, ``put``, ``compress`` and JAX's ``at``. RemoteArray inherits them (gpuflow.remote_array).
+``view``, ``nonzero``, ``put``, ``compress``, CuPy's ``scatter_add``,
+``scatter_max``, ``scatter_min`` and JAX's ``at``. RemoteArray inherits them (gpuflow.remote_array).
 
 gpuflow arrays are C-contiguous values without views: ``base`` is None,
 ``flags.owndata`` is True, and ``strides`` are those of a C-ordered array.
@@ -139,6 +140,24 @@ class ArrayMembers:
         from gpuflow import _select
 
         return _select.compress(condition, self, axis, out)
+
+    def scatter_add(self, slices, value):
+        """cupy.ndarray.scatter_add: every duplicate index adds (rebinds)."""
+        from gpuflow import _select
+
+        self._expr = _select.scatter_key(self, slices, value, "add")._expr
+
+    def scatter_max(self, slices, value):
+        """cupy.ndarray.scatter_max (rebinds)."""
+        from gpuflow import _select
+
+        self._expr = _select.scatter_key(self, slices, value, "max")._expr
+
+    def scatter_min(self, slices, value):
+        """cupy.ndarray.scatter_min (rebinds)."""
+        from gpuflow import _select
+
+        self._expr = _select.scatter_key(self, slices, value, "min")._expr
 
     def sort(self, axis=-1, kind=None, order=None, *, stable=None):
         """numpy.ndarray.sort: NumPy sorts in place; here the array is

@@ -174,6 +174,34 @@ class ufunc:  # noqa: N801 - NumPy's name
                                       "and multiply")
         return scan(self._accumulate_op, array, axis, dtype, out)
 
+    def at(self, a, indices, b=None):
+        """numpy.ufunc.at for add, multiply, maximum and minimum: every
+        duplicate index combines (one scatter); rebinds ``a``. NumPy's
+        casting check (the loop's dtype to a's, same_kind) is made here; the
+        values are converted to a's dtype before they combine."""
+        from gpuflow import _select, functions
+
+        name = self.__name__
+        mode = {"add": "add", "multiply": "mul", "maximum": "max", "minimum": "min"}.get(name)
+        if mode is None:
+            raise NotImplementedError(f"{name}.at: gpuflow combines duplicate indices with add, "
+                                      "multiply, maximum and minimum")
+        if not isinstance(a, RemoteArray):
+            raise TypeError(f"{name}.at: the first argument must be a gpuflow array")
+        if b is None:
+            raise ValueError("second operand needed for ufunc")
+
+        def probe(v):  # a 0-d stand-in of v's type, for the loop's dtype
+            if isinstance(v, (bool, int, float)) and not isinstance(v, np.generic):
+                return v
+            dtype = v._expr.dtype if isinstance(v, RemoteArray) else np.asarray(v).dtype.name
+            return functions.zeros((), dtype, session=a.session)
+
+        loop = self(probe(a), probe(b))._expr.dtype
+        if not _inference.can_cast(loop, a._expr.dtype, "same_kind"):
+            raise _inference.cast_error(name, None, loop, a._expr.dtype, "same_kind")
+        a._expr = _select.scatter_key(a, indices, b, mode)._expr
+
     def outer(self, a, b, **kwargs):
         """numpy.ufunc.outer: ``self(a[..., None, ...], b)``."""
         if self.nin != 2:
