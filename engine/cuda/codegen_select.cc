@@ -125,18 +125,18 @@ std::string ScatterKernel(const std::string& name, const std::string& kernel, DT
         "    const long long j = (long long)raw;\n"
         "    const bool bad = raw >= (unsigned long long)size;\n";
   }
-  std::string text =
-      absl::StrCat("extern \"C\" __global__ void __launch_bounds__(256) ", kernel, "(const ", name,
-                   "_args p) {\n", "  typedef ", idx, " idx;\n", "  ", t, "* __restrict__ out = (",
-                   t, "*)p.w[0];\n", "  const ", i, "* __restrict__ ind = (const ", i,
-                   "*)p.w[1];\n", "  const ", u, "* __restrict__ upd = (const ", u, "*)p.w[2];\n",
-                   "  volatile unsigned long long* err = (volatile unsigned long long*)p.w[3];\n",
-                   "  unsigned long long* win = (unsigned long long*)p.w[4];\n", "  (void)win;\n",
-                   "  (void)err;\n", "  const idx count = (idx)p.w[5];\n",
-                   "  const long long size = (long long)p.w[6];\n",
-                   "  for (idx k = (idx)(blockIdx.x * blockDim.x + threadIdx.x); k < count; k += "
-                   "(idx)(gridDim.x * blockDim.x)) {\n",
-                   "    idx rem = k;\n    idx uo = 0;\n");
+  std::string text = absl::StrCat(
+      "extern \"C\" __global__ void __launch_bounds__(256) ", kernel, "(const ", name,
+      "_args p) {\n", "  typedef ", idx, " idx;\n", "  typedef ",
+      index32 ? "unsigned int" : "unsigned long long", " W;\n", "  ", t, "* __restrict__ out = (",
+      t, "*)p.w[0];\n", "  const ", i, "* __restrict__ ind = (const ", i, "*)p.w[1];\n", "  const ",
+      u, "* __restrict__ upd = (const ", u, "*)p.w[2];\n",
+      "  volatile unsigned long long* err = (volatile unsigned long long*)p.w[3];\n",
+      "  W* win = (W*)p.w[4];\n", "  (void)win;\n", "  (void)err;\n",
+      "  const idx count = (idx)p.w[5];\n", "  const long long size = (long long)p.w[6];\n",
+      "  for (idx k = (idx)(blockIdx.x * blockDim.x + threadIdx.x); k < count; k += "
+      "(idx)(gridDim.x * blockDim.x)) {\n",
+      "    idx rem = k;\n    idx uo = 0;\n");
   for (int d = rank - 1; d >= 0; --d) {
     absl::StrAppend(&text, "    {\n      const idx dim = (idx)p.w[", 7 + d, "];\n",
                     "      const idx c = rem % dim;\n      rem /= dim;\n",
@@ -198,10 +198,9 @@ absl::StatusOr<SelectKernels> Scatter(const ValidatedNode& node) {
     absl::StrAppend(
         &text,
         ScatterKernel(name, k.names[0], out, index, update, rank, index32, true,
-                      "    atomicMax(win + j, (unsigned long long)k + 1ull);\n"),
+                      "    atomicMax(win + j, (W)k + (W)1);\n"),
         ScatterKernel(name, k.names[1], out, index, update, rank, index32, false,
-                      absl::StrCat("    if (win[j] == (unsigned long long)k + 1ull) out[j] = ",
-                                   value, ";\n")));
+                      absl::StrCat("    if (win[j] == (W)k + (W)1) out[j] = ", value, ";\n")));
   } else {
     k.names = {name + "_combine"};
     absl::StrAppend(&text, CombineFunction(name, out, mode), AtomicFunction(name, out, mode),
@@ -209,6 +208,7 @@ absl::StatusOr<SelectKernels> Scatter(const ValidatedNode& node) {
                                   absl::StrCat("    ", name, "_atomic(out + j, ", value, ");\n")));
   }
   k.source = absl::StrCat(kDeviceLibrary, text);
+  k.winner_bytes = index32 ? 4 : 8;
   k.words = {0, 0, 0, 0, 0, static_cast<uint64_t>(k.count), static_cast<uint64_t>(k.size)};
   for (int64_t d : dims) k.words.push_back(static_cast<uint64_t>(d));
   for (int64_t s : strides) k.words.push_back(static_cast<uint64_t>(s));

@@ -2,11 +2,10 @@
 //
 //  - scatter: the output starts as a copy of A (cudaMemcpyAsync); mode
 //    "set" then runs a claim pass (each update k stores k + 1 into its
-//    target's winner word with atomicMax) and a write pass (the update whose
-//    k + 1 is its target's winner writes), so the last duplicate in C order
-//    wins, as NumPy and the host kernel; the combining modes run one pass of
-//    atomics (native atomicAdd where the hardware has it, else a
-//    compare-and-swap on the aligned 32- or 64-bit word holding the
+//    target's winner word, 32 bits below 2^30 indices, with atomicMax) and a write pass (the update
+//    whose k + 1 is its target's winner writes), so the last duplicate in C order wins, as NumPy
+//    and the host kernel; the combining modes run one pass of atomics (native atomicAdd where the
+//    hardware has it, else a compare-and-swap on the aligned 32- or 64-bit word holding the
 //    element: 8- and 16-bit types, float16, bfloat16, mul, min, max).
 //    Out-of-bounds indices store the index into the error word.
 //  - flatnonzero: stream compaction in three kernels: per-tile counts
@@ -43,6 +42,8 @@ struct SelectKernels {
   //   [tiles]).
   int64_t count = 0;
   int64_t size = 0;
+  // Scatter set: the bytes of a winner word (4 below 2^30 indices, else 8).
+  int winner_bytes = 8;
   std::vector<uint64_t> words;
 };
 

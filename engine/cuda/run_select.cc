@@ -81,11 +81,12 @@ absl::Status RunScatter(StepRunContext& ctx, const SelectKernels& k) {
     return Launch(ctx, k, k.names[0], blocks, 256, words);
   }
   // One winner word per element of A; freed in stream order.
+  const int64_t winner_bytes = k.size * k.winner_bytes;
   absl::StatusOr<std::unique_ptr<CudaBuffer>> winners =
-      ctx.device.AllocateOn(k.size * 8, ctx.stream);
+      ctx.device.AllocateOn(winner_bytes, ctx.stream);
   if (!winners.ok()) return winners.status();
   GPUFLOW_CUDA_RETURN_IF_ERROR(
-      cudaMemsetAsync((*winners)->data(), 0, k.size * 8, ctx.stream.get()));
+      cudaMemsetAsync((*winners)->data(), 0, winner_bytes, ctx.stream.get()));
   words[4] = reinterpret_cast<uint64_t>((*winners)->data());
   for (const std::string& name : k.names) {
     if (absl::Status s = Launch(ctx, k, name, blocks, 256, words); !s.ok()) return s;

@@ -54,6 +54,7 @@ TEST(CodegenSelectTest, ScatterSetClaimsThenWritesWithBroadcastUpdates) {
   EXPECT_THAT(k.names, ElementsAre("gf_scatter_set_float32_int64_float64_r2_claim",
                                    "gf_scatter_set_float32_int64_float64_r2_write"));
   EXPECT_EQ(k.count, 12);
+  EXPECT_EQ(k.winner_bytes, 4);
   EXPECT_EQ(k.size, 20);
   // [out, indices, updates, error word, winners, count, size, dims (3, 4), strides (1, 0)]
   EXPECT_THAT(k.words, ElementsAre(0, 0, 0, 0, 0, 12, 20, 3, 4, 1, 0));
@@ -95,6 +96,15 @@ TEST(CodegenSelectTest, EveryKernelCompilesForSm90) {
       }
     }
     add(Kernels("flatnonzero", {{"size", int64_t{0}}}, {{a.dtype, {4}}}));
+    // 2^30 indices: 64-bit offsets and winner words.
+    for (const char* mode : {"set", "add"}) {
+      const SelectKernels big =
+          Kernels("scatter", Mode(mode),
+                  {{a.dtype, {7}}, {DType::kInt64, {int64_t{1} << 30}}, {a.dtype, {}}});
+      EXPECT_EQ(big.winner_bytes, 8);
+      EXPECT_TRUE(big.names[0].find("_i64_") != std::string::npos) << big.names[0];
+      add(big);
+    }
   }
   std::string program = kDeviceLibrary;
   for (const auto& [name, text] : kernels) program += text;
