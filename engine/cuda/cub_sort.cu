@@ -2,6 +2,10 @@
 // the small kernels that turn elements into ordered keys and back.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
 
 #include "engine/cuda/cub_sort.h"
 
@@ -171,7 +175,149 @@ DeviceSortCall Dispatch(const DeviceSortArgs& a, void* scratch, size_t scratch_b
   }
 }
 
+// ---- searchsorted -----------------------------------------------------------
+
+template <typename S, typename C>
+__device__ C Converted(const S* p, int64_t i) {
+  if constexpr (std::is_same_v<S, __half>) {
+    return static_cast<C>(__half2float(p[i]));
+  } else if constexpr (std::is_same_v<S, __nv_bfloat16>) {
+    return static_cast<C>(__bfloat162float(p[i]));
+  } else if constexpr (std::is_same_v<C, bool>) {
+    return p[i] != S{0};
+  } else {
+    return static_cast<C>(p[i]);
+  }
+}
+
+template <typename S, typename C>
+__global__ void ToCompute(const S* in, C* out, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    out[i] = Converted<S, C>(in, i);
+  }
+}
+
+// a < b in NumPy's sort order: NaN after every number.
+template <typename C>
+__device__ bool SortLess(C a, C b) {
+  if constexpr (std::is_same_v<C, double>) {
+    return a < b || (isnan(b) && !isnan(a));
+  } else {
+    return a < b;
+  }
+}
+
+template <typename C>
+__global__ void Search(const C* sorted, int64_t n, const C* values, int64_t m, bool right,
+                       int64_t* out) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < m;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const C v = values[i];
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      // left: the first position whose element is not below v; right: the
+      // first whose element is above v.
+      const bool go_right = right ? !SortLess(v, sorted[mid]) : SortLess(sorted[mid], v);
+      if (go_right) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    out[i] = lo;
+  }
+}
+
+template <typename C>
+DeviceSortCall ConvertInto(SearchElement type, const void* in, C* out, int64_t n,
+                           cudaStream_t stream) {
+  if (n == 0) return {};
+  const int grid = GridFor(n);
+  switch (type) {
+    case SearchElement::kBool:
+      ToCompute<<<grid, kBlock, 0, stream>>>(static_cast<const uint8_t*>(in), out, n);
+      break;
+    case SearchElement::kInt8:
+      ToCompute<<<grid, kBlock, 0, stream>>>(static_cast<const int8_t*>(in), out, n);
+      break;
+    case SearchElement::kInt16:
+      ToCompute<<<grid, kBlock, 0, stream>>>(static_cast<const int16_t*>(in), out, n);
+      break;
+    case SearchElement::kInt32:
+      ToCompute<<<grid, kBlock, 0, stream>>>(static_cast<const int32_t*>(in), out, n);
+      break;
+    case SearchElement::kInt64:
+      ToCompute<<<grid, kBlock, 0, stream>>>(static_cast<const int64_t*>(in), out, n);
+      break;
+    case SearchElement::kUInt8:
+      ToCompute<<<grid, kBlock, 0, stream>>>(static_cast<const uint8_t*>(in), out, n);
+      break;
+    case SearchElement::kUInt16:
+      ToCompute<<<grid, kBlock, 0, stream>>>(static_cast<const uint16_t*>(in), out, n);
+      break;
+    case SearchElement::kUInt32:
+      ToCompute<<<grid, kBlock, 0, stream>>>(static_cast<const uint32_t*>(in), out, n);
+      break;
+    case SearchElement::kUInt64:
+      ToCompute<<<grid, kBlock, 0, stream>>>(static_cast<const uint64_t*>(in), out, n);
+      break;
+    case SearchElement::kFloat16:
+      ToCompute<<<grid, kBlock, 0, stream>>>(static_cast<const __half*>(in), out, n);
+      break;
+    case SearchElement::kBFloat16:
+      ToCompute<<<grid, kBlock, 0, stream>>>(static_cast<const __nv_bfloat16*>(in), out, n);
+      break;
+    case SearchElement::kFloat32:
+      ToCompute<<<grid, kBlock, 0, stream>>>(static_cast<const float*>(in), out, n);
+      break;
+    case SearchElement::kFloat64:
+      ToCompute<<<grid, kBlock, 0, stream>>>(static_cast<const double*>(in), out, n);
+      break;
+  }
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "ToCompute<<<>>>"};
+  return {};
+}
+
+template <typename C>
+DeviceSortCall SearchAs(const DeviceSearchArgs& a, void* scratch, cudaStream_t stream) {
+  C* sorted = static_cast<C*>(scratch);
+  C* values = reinterpret_cast<C*>(static_cast<char*>(scratch) + Aligned(a.n * sizeof(C)));
+  if (DeviceSortCall c = ConvertInto<C>(a.sorted_type, a.sorted, sorted, a.n, stream);
+      c.error != cudaSuccess) {
+    return c;
+  }
+  if (DeviceSortCall c = ConvertInto<C>(a.values_type, a.values, values, a.m, stream);
+      c.error != cudaSuccess) {
+    return c;
+  }
+  Search<C><<<GridFor(a.m), kBlock, 0, stream>>>(sorted, a.n, values, a.m, a.right, a.out);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "Search<<<>>>"};
+  return {};
+}
+
 }  // namespace
+
+size_t DeviceSearchScratchBytes(const DeviceSearchArgs& args) {
+  return Aligned(args.n * 8) + Aligned(args.m * 8) + 256;
+}
+
+DeviceSortCall DeviceSearchSorted(const DeviceSearchArgs& args, void* scratch,
+                                  cudaStream_t stream) {
+  if (args.m == 0) return {};
+  switch (args.compute) {
+    case SearchCompute::kBool:
+      return SearchAs<bool>(args, scratch, stream);
+    case SearchCompute::kInt64:
+      return SearchAs<int64_t>(args, scratch, stream);
+    case SearchCompute::kUInt64:
+      return SearchAs<uint64_t>(args, scratch, stream);
+    case SearchCompute::kFloat64:
+      break;
+  }
+  return SearchAs<double>(args, scratch, stream);
+}
 
 DeviceSortCall DeviceSortScratchBytes(const DeviceSortArgs& args, size_t* bytes) {
   *bytes = 0;

@@ -58,6 +58,43 @@ DeviceSortCall DeviceSortScratchBytes(const DeviceSortArgs& args, size_t* bytes)
 DeviceSortCall DeviceSort(const DeviceSortArgs& args, void* scratch, size_t scratch_bytes,
                           cudaStream_t stream);
 
+// searchsorted: both inputs converted to the compute class of the node's
+// compute dtype (bool, int64, uint64 or double: exact for every promoted
+// pair, as the host kernel's loads), then a thread per value binary-searches
+// the sorted array with NaN after every number.
+enum class SearchElement : uint8_t {
+  kBool,
+  kInt8,
+  kInt16,
+  kInt32,
+  kInt64,
+  kUInt8,
+  kUInt16,
+  kUInt32,
+  kUInt64,
+  kFloat16,
+  kBFloat16,
+  kFloat32,
+  kFloat64
+};
+enum class SearchCompute : uint8_t { kBool, kInt64, kUInt64, kFloat64 };
+
+struct DeviceSearchArgs {
+  SearchElement sorted_type = SearchElement::kFloat32;
+  SearchElement values_type = SearchElement::kFloat32;
+  SearchCompute compute = SearchCompute::kFloat64;
+  bool right = false;
+  const void* sorted = nullptr;  // 1-D, `n` elements
+  int64_t n = 0;
+  const void* values = nullptr;  // `m` elements
+  int64_t m = 0;
+  int64_t* out = nullptr;  // `m` positions
+};
+
+// The scratch bytes DeviceSearchSorted needs (both inputs converted).
+size_t DeviceSearchScratchBytes(const DeviceSearchArgs& args);
+DeviceSortCall DeviceSearchSorted(const DeviceSearchArgs& args, void* scratch, cudaStream_t stream);
+
 }  // namespace gpuflow::cuda
 
 #endif  // GPUFLOW_ENGINE_CUDA_CUB_SORT_H_

@@ -186,7 +186,7 @@ absl::StatusOr<bool> RunBlasMatmul(StepRunContext& ctx);
 absl::StatusOr<bool> RunGeneratedMatmul(StepRunContext& ctx);
 absl::Status CompileMatmul(StepCompileContext& ctx);
 
-// sort and argsort through CUB (cub_sort.h); searchsorted: false.
+// sort and argsort through CUB, searchsorted by a binary search (cub_sort.h).
 absl::StatusOr<bool> RunSort(StepRunContext& ctx);
 absl::Status CompileSort(StepCompileContext& ctx);
 

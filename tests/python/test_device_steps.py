@@ -80,6 +80,8 @@ CASES = [
      None),
     ("argsort middle axis", lambda g, x, *_: g.argsort(x, axis=1),
      np.argsort(X, 1, kind="stable"), None),
+    ("searchsorted", lambda g, x, long, *_: g.searchsorted(g.sort(long), x, side="right"),
+     np.searchsorted(np.sort(LONG.reshape(-1)), X, side="right"), None),
     ("sort int32 first axis", lambda g, x, long, i, j: g.sort(j, axis=1), np.sort(J, 1), None),
     ("arange", lambda g, *_: g.arange(start=3, stop=40, step=3), np.arange(3, 40, 3), None),
     ("random_normal", lambda g, *_: g.random_normal(shape=[1000], seed=5), None, None),

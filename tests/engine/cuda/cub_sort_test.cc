@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/host/host_kernels.h"
@@ -154,6 +156,84 @@ TEST(CubSortTest, MatchesTheHostKernelsByteForByte) {
       EXPECT_EQ(OnDevice(true, d, outer, length, inner, in),
                 OnHost("argsort", d, shape, c.axis, in));
       EXPECT_EQ(OnDevice(false, d, outer, length, inner, in), OnHost("sort", d, shape, c.axis, in));
+    }
+  }
+}
+
+SearchElement ElementFor(DType d) {
+  constexpr SearchElement kOrder[] = {
+      SearchElement::kBool,    SearchElement::kInt8,     SearchElement::kInt16,
+      SearchElement::kInt32,   SearchElement::kInt64,    SearchElement::kUInt8,
+      SearchElement::kUInt16,  SearchElement::kUInt32,   SearchElement::kUInt64,
+      SearchElement::kFloat16, SearchElement::kBFloat16, SearchElement::kFloat32,
+      SearchElement::kFloat64};
+  constexpr DType kDTypes[] = {DType::kBool,   DType::kInt8,    DType::kInt16,    DType::kInt32,
+                               DType::kInt64,  DType::kUInt8,   DType::kUInt16,   DType::kUInt32,
+                               DType::kUInt64, DType::kFloat16, DType::kBFloat16, DType::kFloat32,
+                               DType::kFloat64};
+  for (size_t i = 0; i < std::size(kDTypes); ++i) {
+    if (kDTypes[i] == d) return kOrder[i];
+  }
+  return SearchElement::kFloat64;
+}
+
+TEST(CubSortTest, SearchSortedMatchesTheHostKernel) {
+  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  const std::vector<std::pair<DType, DType>> pairs = {
+      {DType::kFloat32, DType::kFloat32}, {DType::kFloat16, DType::kFloat64},
+      {DType::kInt8, DType::kInt64},      {DType::kUInt64, DType::kInt64},
+      {DType::kBool, DType::kBool},       {DType::kBFloat16, DType::kUInt8},
+      {DType::kInt32, DType::kFloat32}};
+  for (const auto& [ad, vd] : pairs) {
+    for (const char* side : {"left", "right"}) {
+      SCOPED_TRACE(std::string(DTypeName(ad)) + "/" + std::string(DTypeName(vd)) + " " + side);
+      const Shape as = *Shape::Create({301});
+      const Shape vs = *Shape::Create({7, 11});
+      const std::vector<std::byte> a = OnHost("sort", ad, as, 0, Elements(ad, 301, 5));
+      const std::vector<std::byte> v = Elements(vd, 77, 6);
+      ValidatedNode node;
+      node.id = "s";
+      node.op = OpRegistry::Default().Find("searchsorted");
+      node.inputs = {{ValueRef::Kind::kArray, 0}, {ValueRef::Kind::kArray, 1}};
+      node.input_types = {{ad, as, false}, {vd, vs, false}};
+      node.attrs["side"] = std::string(side);
+      absl::StatusOr<InferredNode> t = node.op->infer(node.input_types, node.attrs);
+      ASSERT_TRUE(t.ok()) << t.status();
+      node.type = *t;
+      std::vector<int64_t> want(77);
+      ASSERT_TRUE(RunNodeOnHost(node, {{ad, as, a.data()}, {vd, vs, v.data()}},
+                                {DType::kInt64, vs, reinterpret_cast<std::byte*>(want.data())}, {})
+                      .ok());
+      void *da = nullptr, *dv = nullptr, *dout = nullptr, *scratch = nullptr;
+      ASSERT_EQ(cudaMalloc(&da, a.size()), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&dv, v.size()), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&dout, 77 * 8), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dv, v.data(), v.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      DeviceSearchArgs args;
+      args.sorted_type = ElementFor(ad);
+      args.values_type = ElementFor(vd);
+      const DTypeKind k = KindOf(node.type.compute_dtype);
+      args.compute = k == DTypeKind::kBool       ? SearchCompute::kBool
+                     : k == DTypeKind::kSigned   ? SearchCompute::kInt64
+                     : k == DTypeKind::kUnsigned ? SearchCompute::kUInt64
+                                                 : SearchCompute::kFloat64;
+      args.right = std::string(side) == "right";
+      args.sorted = da;
+      args.n = 301;
+      args.values = dv;
+      args.m = 77;
+      args.out = static_cast<int64_t*>(dout);
+      ASSERT_EQ(cudaMalloc(&scratch, DeviceSearchScratchBytes(args)), cudaSuccess);
+      DeviceSortCall c = DeviceSearchSorted(args, scratch, nullptr);
+      EXPECT_EQ(c.error, cudaSuccess) << c.call;
+      std::vector<int64_t> got(77);
+      ASSERT_EQ(cudaMemcpy(got.data(), dout, 77 * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(got, want);
+      cudaFree(da);
+      cudaFree(dv);
+      cudaFree(dout);
+      cudaFree(scratch);
     }
   }
 }
