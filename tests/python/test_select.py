@@ -385,3 +385,26 @@ def test_ufunc_at_refuses_what_numpy_refuses(session):
         gf.add.at(x, [0])
     with pytest.raises(NotImplementedError, match="subtract.at"):
         gf.subtract.at(x, [0], 1)
+
+
+def test_large_selections_and_heavy_duplicates(session):
+    # Many tiles for the device compaction, and thousands of updates per
+    # target for the device atomics and the last-wins claim.
+    big = RNG.standard_normal(1_000_003).astype(np.float32)
+    x = session.asarray(big)
+    idx = RNG.integers(-1000, 1000, size=200_000)
+    order = np.arange(200_000, dtype=np.float64)
+    want_set = big[:1000].copy()
+    want_set[idx] = order
+    s = session.asarray(big[:1000].copy())
+    s[idx] = order
+    small = RNG.integers(-100, 100, size=200_000).astype(np.int8)
+    want_i8 = np.zeros(1000, np.int8)
+    np.add.at(want_i8, idx, small)
+    want_f16 = np.full(1000, -np.inf, np.float16)
+    np.maximum.at(want_f16, idx, small.astype(np.float16))
+    i8 = gf.zeros(1000, "int8", session=session).at[idx].add(small)
+    f16 = gf.full(1000, -np.inf, "float16", session=session).at[idx].max(small)
+    check_all([(x[x > 0.3], big[big > 0.3]), (gf.flatnonzero(x < -2), np.flatnonzero(big < -2)),
+               (s, want_set), (i8, want_i8), (f16, want_f16),
+               (gf.bincount(session.asarray(idx + 1000)), np.bincount(idx + 1000))])
