@@ -215,8 +215,8 @@ def test_out_of_bounds_writes_raise_numpys_errors(session):
         y.get()
 
 
-@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint64",
-                                   "float16", "bfloat16", "float32", "float64", "bool"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                                   "uint64", "float16", "bfloat16", "float32", "float64", "bool"])
 def test_at_add_min_max_accumulate_duplicates(session, dtype):
     npd = "float32" if dtype == "bfloat16" else dtype
     host = _data(npd, (9,))
