@@ -102,8 +102,11 @@ def getitem(a, key):
     """``a[key]``: basic indexing (one slice node, then squeeze and
     expand_dims), or NumPy's advanced indexing with integer arrays
     (_advanced)."""
-    from gpuflow import _gather
+    from gpuflow import _gather, _select
 
+    masked = _select.getitem_mask(a, key)
+    if masked is not None:
+        return masked
     advanced = _gather.advanced_key(a, key)
     if advanced is not None:
         return _gather.getitem_advanced(a, advanced)

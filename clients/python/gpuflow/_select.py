@@ -191,6 +191,27 @@ def expand_masks(a, key):
     return tuple(out)
 
 
+def getitem_mask(a, key):
+    """``a[mask]`` for a key that is one mask over a's leading dimensions:
+    one take of the mask's flat nonzero indices from ``a`` with those
+    dimensions merged (no coordinate arrays); None for any other key."""
+    ra = _ra()
+    k = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    mask = _as_mask(k)
+    if mask is None or mask.ndim == 0 or mask.ndim > a.ndim:
+        return None
+    if tuple(mask.shape) != a.shape[:mask.ndim]:
+        return None  # expand_masks raises NumPy's error
+    flat = _host_flat(mask)
+    if flat is None:
+        flat = flatnonzero(mask)
+    lead = math.prod(a.shape[:mask.ndim])
+    merged = ra.RemoteArray(a.session, a._expr)
+    if mask.ndim != 1:
+        merged = merged.reshape((lead,) + a.shape[mask.ndim:])
+    return ra.apply("take", (merged, flat), {"axis": 0})
+
+
 def has_array_entry(key):
     """Whether ``key`` holds an integer array or a boolean mask."""
     ra = _ra()
