@@ -332,6 +332,10 @@ def workloads(small=False):
     n2 = pow2_label(n)
     ns = 1 << (16 if small else 26)  # sort of 2^26 float32 (issue 19)
     ar = 256 if small else 4096  # argsort of (4096, 4096) rows
+    # Issue 19 items 1-2: reductions broadcast back into their rows, scans.
+    ln = (256, 512) if small else (16384, 4096)
+    ce = 256 if small else 8192
+    sd = (512, 256) if small else (32768, 2048)
 
     def cupy_ew(cp):
         k = cp.ElementwiseKernel("float32 a, float32 b", "float32 c",
@@ -414,6 +418,18 @@ def workloads(small=False):
             torch=lambda torch: ((lambda x: x.sum()) if axes is None else (lambda x: x.sum(dim=axes))),
             rtol=1e-4, atol=1e-6, bytes_moved=4 * (size + out))
 
+    def layer_norm(xp, x, g, b):
+        c = x - x.mean(axis=-1, keepdims=True)
+        return c / xp.sqrt((c * c).mean(axis=-1, keepdims=True) + 1e-5) * g + b
+
+    def rows_workload(key, label, shape, fn, torch_fn, out_rows=False, seed=0):
+        size = math.prod(shape)
+        return Workload(
+            key, label, [Input("x", shape, low=0.0, high=1.0, seed=seed)], fn,
+            gpuflow={"array API": array_variant(lambda x: fn(gpuflow, x))},
+            cupy={"eager": lambda cp: lambda x: fn(cp, x)}, torch=torch_fn,
+            rtol=1e-3, atol=1e-5, bytes_moved=4 * (size + (shape[0] if out_rows else size)))
+
     def compress_variant(session, names):
         # The selection's length is learnt first, as x[x > 0] does (one
         # Execute, not timed); the timed graph compares, compacts and gathers.
@@ -487,6 +503,28 @@ def workloads(small=False):
             cupy={"argsort": lambda cp: lambda x: cp.argsort(x, axis=-1)},
             torch=lambda torch: lambda x: torch.argsort(x, dim=-1, stable=True),
             rtol=0.0, bytes_moved=(4 + 8) * ar * ar),
+        Workload(
+            "layernorm", f"layer norm, {ln} f32",
+            [Input("x", ln, low=-4.0, high=4.0, seed=101), Input("g", (ln[1],), seed=102),
+             Input("b", (ln[1],), seed=103)],
+            layer_norm,
+            gpuflow={"array API": array_variant(lambda x, g, b: layer_norm(gpuflow, x, g, b))},
+            cupy={"eager": lambda cp: lambda x, g, b: layer_norm(cp, x, g, b)},
+            torch=lambda torch: lambda x, g, b: torch.nn.functional.layer_norm(
+                x, (x.shape[-1],), g, b, 1e-5),
+            rtol=1e-3, atol=1e-4, bytes_moved=4 * (2 * math.prod(ln) + 2 * ln[1])),
+        rows_workload("center", f"x - x.mean(axis=-1, keepdims=True), ({ce}, {ce}) f32", (ce, ce),
+                      lambda xp, x: x - x.mean(axis=-1, keepdims=True),
+                      lambda torch: lambda x: x - x.mean(dim=-1, keepdim=True), seed=104),
+        rows_workload("std_rows", f"std(axis=-1, ddof=1), {sd} f32", sd,
+                      lambda xp, x: x.std(axis=-1, ddof=1),
+                      lambda torch: lambda x: x.std(dim=-1, correction=1), out_rows=True,
+                      seed=105),
+        rows_workload("cumsum_flat", f"cumsum, {n2} f32", (n,), lambda xp, x: xp.cumsum(x),
+                      lambda torch: lambda x: torch.cumsum(x, 0), seed=106),
+        rows_workload("cumsum_rows", f"cumsum(axis=-1), ({rows}, {cols}) f32", (rows, cols),
+                      lambda xp, x: xp.cumsum(x, axis=-1),
+                      lambda torch: lambda x: torch.cumsum(x, -1), seed=107),
     ]
 
 
