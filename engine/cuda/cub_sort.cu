@@ -25,31 +25,40 @@ __device__ int64_t SourceOffset(int64_t t, int64_t length, int64_t inner, int64_
   return (o * length + j) * inner + i;
 }
 
+// The value sorted with a key: the element's index in its row (argsort) or
+// the element's own bits (sort of floats, so NaN payloads and zero signs
+// survive without a gather); 32 bits wide, 64 for 8-byte keys.
 template <typename K>
-__global__ void ToKeys(const K* in, K* keys, int32_t* index, SortKeyKind kind, int64_t length,
-                       int64_t inner, int64_t n) {
+using ValueOf = std::conditional_t<sizeof(K) == 8, uint64_t, uint32_t>;
+
+template <typename K>
+__global__ void ToKeys(const K* in, K* keys, ValueOf<K>* values, bool indices, SortKeyKind kind,
+                       int64_t length, int64_t inner, int64_t n) {
   for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < n;
        t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t j = 0;
     const int64_t from = SourceOffset(t, length, inner, &j);
-    keys[t] = OrderedSortKey<K>(in[from], kind);
-    if (index != nullptr) index[t] = static_cast<int32_t>(j);
+    const K element = in[from];
+    keys[t] = OrderedSortKey<K>(element, kind);
+    if (values != nullptr) {
+      values[t] = indices ? static_cast<ValueOf<K>>(j) : static_cast<ValueOf<K>>(element);
+    }
   }
 }
 
-// mode 0: argsort (int64 indices); 1: the input element at the sorted
-// index; 2: the element of the sorted key (integers and bool).
+// mode 0: argsort (int64 indices from the values); 1: the elements carried
+// as values; 2: the element of the sorted key (integers and bool).
 template <typename K>
-__global__ void FromKeys(const K* keys, const int32_t* index, const K* in, void* out, int mode,
+__global__ void FromKeys(const K* keys, const ValueOf<K>* values, void* out, int mode,
                          SortKeyKind kind, int64_t length, int64_t inner, int64_t n) {
   for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < n;
        t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t j = 0;
     const int64_t to = SourceOffset(t, length, inner, &j);
     if (mode == 0) {
-      static_cast<int64_t*>(out)[to] = index[t];
+      static_cast<int64_t*>(out)[to] = static_cast<int64_t>(values[t]);
     } else if (mode == 1) {
-      static_cast<K*>(out)[to] = in[to + (static_cast<int64_t>(index[t]) - j) * inner];
+      static_cast<K*>(out)[to] = static_cast<K>(values[t]);
     } else {
       static_cast<K*>(out)[to] = ElementOfSortKey<K>(keys[t], kind);
     }
@@ -75,6 +84,7 @@ struct Layout {
   size_t fixed() const { return 2 * keys + 2 * index + offsets; }
 };
 
+template <typename K>
 Layout LayoutOf(const DeviceSortArgs& a) {
   Layout l;
   l.rows = a.outer * a.inner;
@@ -82,7 +92,7 @@ Layout LayoutOf(const DeviceSortArgs& a) {
   l.pairs = a.indices || a.kind == SortKeyKind::kFloat16 || a.kind == SortKeyKind::kBFloat16 ||
             a.kind == SortKeyKind::kFloat32 || a.kind == SortKeyKind::kFloat64;
   l.keys = Aligned(static_cast<size_t>(l.n) * a.key_bytes);
-  l.index = l.pairs ? Aligned(static_cast<size_t>(l.n) * sizeof(int32_t)) : 0;
+  l.index = l.pairs ? Aligned(static_cast<size_t>(l.n) * sizeof(ValueOf<K>)) : 0;
   l.offsets = l.rows > 1 ? Aligned(static_cast<size_t>(l.rows + 1) * sizeof(int64_t)) : 0;
   return l;
 }
@@ -90,7 +100,7 @@ Layout LayoutOf(const DeviceSortArgs& a) {
 // CUB's temporary storage query (temp == nullptr) or the sort itself.
 template <typename K>
 DeviceSortCall CubSort(const Layout& l, void* temp, size_t& temp_bytes, const K* keys_in,
-                       K* keys_out, const int32_t* index_in, int32_t* index_out,
+                       K* keys_out, const ValueOf<K>* index_in, ValueOf<K>* index_out,
                        const int64_t* offsets, cudaStream_t stream) {
   cudaError_t e = cudaSuccess;
   if (l.rows <= 1) {
@@ -122,12 +132,13 @@ int GridFor(int64_t n) {
 template <typename K>
 DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
                    cudaStream_t stream, size_t* bytes_out) {
-  const Layout l = LayoutOf(a);
+  const Layout l = LayoutOf<K>(a);
   char* base = static_cast<char*>(scratch);
   K* keys_in = reinterpret_cast<K*>(base);
   K* keys_out = reinterpret_cast<K*>(base + l.keys);
-  int32_t* index_in = l.pairs ? reinterpret_cast<int32_t*>(base + 2 * l.keys) : nullptr;
-  int32_t* index_out = l.pairs ? reinterpret_cast<int32_t*>(base + 2 * l.keys + l.index) : nullptr;
+  using V = ValueOf<K>;
+  V* index_in = l.pairs ? reinterpret_cast<V*>(base + 2 * l.keys) : nullptr;
+  V* index_out = l.pairs ? reinterpret_cast<V*>(base + 2 * l.keys + l.index) : nullptr;
   int64_t* offsets =
       l.offsets ? reinterpret_cast<int64_t*>(base + 2 * l.keys + 2 * l.index) : nullptr;
   if (bytes_out != nullptr) {
@@ -142,7 +153,7 @@ DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
   void* temp = base + l.fixed();
   size_t temp_bytes = scratch_bytes - l.fixed();
   ToKeys<K><<<GridFor(l.n), kBlock, 0, stream>>>(static_cast<const K*>(a.in), keys_in, index_in,
-                                                  a.kind, a.length, a.inner, l.n);
+                                                  a.indices, a.kind, a.length, a.inner, l.n);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "ToKeys<<<>>>"};
   if (offsets != nullptr) {
     RowOffsets<<<GridFor(l.rows + 1), kBlock, 0, stream>>>(offsets, a.length, l.rows);
@@ -152,9 +163,8 @@ DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
       CubSort<K>(l, temp, temp_bytes, keys_in, keys_out, index_in, index_out, offsets, stream);
   if (c.error != cudaSuccess) return c;
   const int mode = a.indices ? 0 : (l.pairs ? 1 : 2);
-  FromKeys<K><<<GridFor(l.n), kBlock, 0, stream>>>(keys_out, index_out,
-                                                    static_cast<const K*>(a.in), a.out, mode,
-                                                    a.kind, a.length, a.inner, l.n);
+  FromKeys<K><<<GridFor(l.n), kBlock, 0, stream>>>(keys_out, index_out, a.out, mode, a.kind,
+                                                    a.length, a.inner, l.n);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "FromKeys<<<>>>"};
   return {};
 }

@@ -8,9 +8,10 @@
 // signed integers with the sign bit flipped), gathered so that each row is
 // contiguous (a non-last axis is moved last). Integers and bool sort their
 // keys alone and map them back; floats (whose keys forget a NaN's payload
-// and a zero's sign) and argsort sort (key, int32 index) pairs, both stable,
-// and gather the input or write the indices. So only four key widths, each
-// keys-only or with int32 values, radix or segmented, are instantiated.
+// and a zero's sign) sort (key, element bits) pairs and argsort (key, index)
+// pairs, both stable, and write the carried values. The value is 32 bits
+// wide (64 for 8-byte keys), so only four key widths, each keys-only or
+// with its one value type, radix or segmented, are instantiated.
 //
 //   DeviceSortArgs args{...};
 //   size_t bytes = 0;
@@ -38,7 +39,7 @@ struct DeviceSortArgs {
   const void* in = nullptr;
   void* out = nullptr;
   // The input is C-contiguous of shape (outer, length, inner), sorted along
-  // `length` (at most INT32_MAX: the indices are int32 while sorting).
+  // `length` (at most INT32_MAX: the indices are 32-bit while sorting).
   int64_t outer = 1;
   int64_t length = 0;
   int64_t inner = 1;
