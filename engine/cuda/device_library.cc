@@ -414,15 +414,16 @@ template <class T, int B> struct BlockReduce {
   struct TempStorage { alignas(T) unsigned char bytes[sizeof(T) * kWarps]; };
   TempStorage& temp;
   __device__ __forceinline__ explicit BlockReduce(TempStorage& t) : temp(t) {}
-  // op over every thread's value in thread order (a warp's lanes first, then
-  // the warps in order); the result is valid in thread 0.
+  // op over every thread's value in thread order (each warp's lanes, as
+  // CUB's shuffle steps of 1, 2, 4 ..., then the warps in order); the result
+  // is valid in thread 0.
   template <class Op> __device__ __forceinline__ T Reduce(T v, Op op) {
     T* part = reinterpret_cast<T*>(temp.bytes);
     const int lane = threadIdx.x & 31;
     const int width = warp_width<B>();
     const unsigned int mask = lanes_mask(width);
 #pragma unroll
-    for (int d = 16; d > 0; d >>= 1) {
+    for (int d = 1; d < 32; d <<= 1) {  // lane 0 ends with its warp's lanes in order
       const T o = shfl_down(v, d, mask);
       if (lane + d < width) v = op(v, o);
     }
