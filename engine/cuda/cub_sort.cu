@@ -1,6 +1,7 @@
 // CUB's radix and segmented sorts for sort and argsort (cub_sort.h), with
 // the small kernels that turn elements into ordered keys and back.
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -13,6 +14,16 @@ namespace gpuflow::cuda {
 namespace {
 
 constexpr int kBlock = 256;
+
+// Floats are sorted as keys alone, which is half the radix sort's traffic
+// of (key, bits) pairs: their keys lose a zero's sign and a NaN's payload,
+// so the zeros and the NaNs of each row are written again afterwards, in
+// input order (as a stable sort leaves them), where their keys sorted: the
+// zeros after the row's negative numbers, the NaNs last (FixSpecials).
+// false: (key, bits) pairs, which need no fix-up.
+constexpr bool kFloatKeysOnly = true;
+// Elements of a row one fix-up block walks.
+constexpr int64_t kFixChunk = 8192;
 
 // Position t of the sorted layout (row s = o * inner + i, element j) and
 // its offset in the input's (outer, length, inner) layout.
@@ -55,12 +66,132 @@ __global__ void FromKeys(const K* keys, const ValueOf<K>* values, void* out, int
        t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t j = 0;
     const int64_t to = SourceOffset(t, length, inner, &j);
-    if (mode == 0) {
+    if (mode == 3) {  // a float from its key (zeros and NaNs are fixed up after)
+      constexpr K kSign = static_cast<K>(K{1} << (8 * sizeof(K) - 1));
+      const K key = keys[t];
+      static_cast<K*>(out)[to] = key == kSign ? K{0}
+                                 : (key & kSign) ? static_cast<K>(key ^ kSign)
+                                                 : static_cast<K>(~key);
+    } else if (mode == 0) {
       static_cast<int64_t*>(out)[to] = static_cast<int64_t>(values[t]);
     } else if (mode == 1) {
       static_cast<K*>(out)[to] = static_cast<K>(values[t]);
     } else {
       static_cast<K*>(out)[to] = ElementOfSortKey<K>(keys[t], kind);
+    }
+  }
+}
+
+// ---- the zeros and NaNs of keys-only float sorts ------------------------------
+// counts[3 q + {0, 1, 2}]: chunk q's negative numbers, zeros and NaNs; then
+// (FixPrefixes) its zeros' and NaNs' prefixes in their row, and totals[2 s +
+// {0, 1}] row s's negative numbers and NaNs.
+
+template <typename K>
+__global__ void CountSpecials(const K* in, SortKeyKind kind, int64_t length, int64_t inner,
+                              int64_t chunks, int64_t total_chunks, int64_t* counts) {
+  constexpr K kSign = static_cast<K>(K{1} << (8 * sizeof(K) - 1));
+  __shared__ unsigned long long shared[3];
+  for (int64_t q = blockIdx.x; q < total_chunks; q += gridDim.x) {
+    if (threadIdx.x < 3) shared[threadIdx.x] = 0;
+    __syncthreads();
+    const int64_t s = q / chunks;
+    const int64_t c = q - s * chunks;
+    const int64_t o = s / inner;
+    const int64_t i = s - o * inner;
+    const int64_t begin = c * kFixChunk;
+    const int64_t end = begin + kFixChunk < length ? begin + kFixChunk : length;
+    unsigned long long negative = 0, zeros = 0, nans = 0;
+    for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
+      const K key = OrderedSortKey<K>(in[(o * length + j) * inner + i], kind);
+      negative += key < kSign;
+      zeros += key == kSign;
+      nans += key == static_cast<K>(~K{0});
+    }
+    if (negative) atomicAdd(&shared[0], negative);
+    if (zeros) atomicAdd(&shared[1], zeros);
+    if (nans) atomicAdd(&shared[2], nans);
+    __syncthreads();
+    if (threadIdx.x < 3) counts[3 * q + threadIdx.x] = static_cast<int64_t>(shared[threadIdx.x]);
+    __syncthreads();
+  }
+}
+
+// A block per row: exclusive prefixes of its chunks' zeros and NaNs, and
+// the row's totals.
+__global__ void FixPrefixes(int64_t* counts, int64_t* totals, int64_t chunks, int64_t rows) {
+  using Scan = cub::BlockScan<int64_t, kBlock>;
+  __shared__ typename Scan::TempStorage temp;
+  for (int64_t s = blockIdx.x; s < rows; s += gridDim.x) {
+    int64_t negative = 0, zeros = 0, nans = 0;
+    for (int64_t base = 0; base < chunks; base += kBlock) {
+      const int64_t c = base + threadIdx.x;
+      int64_t* q = counts + 3 * (s * chunks + c);
+      const bool in_row = c < chunks;
+      const int64_t n = in_row ? q[0] : 0;
+      const int64_t z = in_row ? q[1] : 0;
+      const int64_t m = in_row ? q[2] : 0;
+      int64_t z_prefix = 0, m_prefix = 0, n_total = 0, z_total = 0, m_total = 0;
+      Scan(temp).ExclusiveSum(z, z_prefix, z_total);
+      __syncthreads();
+      Scan(temp).ExclusiveSum(m, m_prefix, m_total);
+      __syncthreads();
+      int64_t unused = 0;
+      Scan(temp).ExclusiveSum(n, unused, n_total);
+      __syncthreads();
+      if (in_row) {
+        q[1] = zeros + z_prefix;
+        q[2] = nans + m_prefix;
+      }
+      negative += n_total;
+      zeros += z_total;
+      nans += m_total;
+    }
+    if (threadIdx.x == 0) {
+      totals[2 * s] = negative;
+      totals[2 * s + 1] = nans;
+    }
+    __syncthreads();
+  }
+}
+
+// A block per chunk: its zeros and NaNs, ranked in input order, written at
+// their sorted positions.
+template <typename K>
+__global__ void FixSpecials(const K* in, K* out, SortKeyKind kind, int64_t length, int64_t inner,
+                            int64_t chunks, int64_t total_chunks, const int64_t* counts,
+                            const int64_t* totals) {
+  constexpr K kSign = static_cast<K>(K{1} << (8 * sizeof(K) - 1));
+  using Scan = cub::BlockScan<int64_t, kBlock>;
+  __shared__ typename Scan::TempStorage temp;
+  for (int64_t q = blockIdx.x; q < total_chunks; q += gridDim.x) {
+    const int64_t s = q / chunks;
+    const int64_t c = q - s * chunks;
+    const int64_t o = s / inner;
+    const int64_t i = s - o * inner;
+    int64_t zero_at = totals[2 * s] + counts[3 * q + 1];
+    int64_t nan_at = length - totals[2 * s + 1] + counts[3 * q + 2];
+    const int64_t begin = c * kFixChunk;
+    const int64_t end = begin + kFixChunk < length ? begin + kFixChunk : length;
+    for (int64_t tile = begin; tile < end; tile += kBlock) {
+      const int64_t j = tile + threadIdx.x;
+      K element = 0;
+      K key = 0;
+      if (j < end) {
+        element = in[(o * length + j) * inner + i];
+        key = OrderedSortKey<K>(element, kind);
+      }
+      const int64_t z = j < end && key == kSign;
+      const int64_t m = j < end && key == static_cast<K>(~K{0});
+      int64_t z_rank = 0, m_rank = 0, z_total = 0, m_total = 0;
+      Scan(temp).ExclusiveSum(z, z_rank, z_total);
+      __syncthreads();
+      Scan(temp).ExclusiveSum(m, m_rank, m_total);
+      __syncthreads();
+      if (z) out[(o * length + zero_at + z_rank) * inner + i] = element;
+      if (m) out[(o * length + nan_at + m_rank) * inner + i] = element;
+      zero_at += z_total;
+      nan_at += m_total;
     }
   }
 }
@@ -81,7 +212,10 @@ struct Layout {
   size_t keys = 0;      // bytes of one key array
   size_t index = 0;     // bytes of one index array (0: keys only)
   size_t offsets = 0;   // bytes of the row offsets (0: one row)
-  size_t fixed() const { return 2 * keys + 2 * index + offsets; }
+  bool fix = false;     // keys-only floats: zeros and NaNs written again
+  int64_t chunks = 0;   // fix-up chunks per row
+  size_t counts = 0;    // bytes of the fix-up counts and row totals
+  size_t fixed() const { return 2 * keys + 2 * index + offsets + counts; }
 };
 
 template <typename K>
@@ -89,8 +223,14 @@ Layout LayoutOf(const DeviceSortArgs& a) {
   Layout l;
   l.rows = a.outer * a.inner;
   l.n = l.rows * a.length;
-  l.pairs = a.indices || a.kind == SortKeyKind::kFloat16 || a.kind == SortKeyKind::kBFloat16 ||
-            a.kind == SortKeyKind::kFloat32 || a.kind == SortKeyKind::kFloat64;
+  const bool floating = a.kind == SortKeyKind::kFloat16 || a.kind == SortKeyKind::kBFloat16 ||
+                        a.kind == SortKeyKind::kFloat32 || a.kind == SortKeyKind::kFloat64;
+  l.pairs = a.indices || (floating && !kFloatKeysOnly);
+  l.fix = floating && !a.indices && kFloatKeysOnly;
+  if (l.fix) {
+    l.chunks = (a.length + kFixChunk - 1) / kFixChunk;
+    l.counts = Aligned(static_cast<size_t>(l.rows * l.chunks * 3 + l.rows * 2) * sizeof(int64_t));
+  }
   l.keys = Aligned(static_cast<size_t>(l.n) * a.key_bytes);
   l.index = l.pairs ? Aligned(static_cast<size_t>(l.n) * sizeof(ValueOf<K>)) : 0;
   l.offsets = l.rows > 1 ? Aligned(static_cast<size_t>(l.rows + 1) * sizeof(int64_t)) : 0;
@@ -141,6 +281,9 @@ DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
   V* index_out = l.pairs ? reinterpret_cast<V*>(base + 2 * l.keys + l.index) : nullptr;
   int64_t* offsets =
       l.offsets ? reinterpret_cast<int64_t*>(base + 2 * l.keys + 2 * l.index) : nullptr;
+  int64_t* counts =
+      l.fix ? reinterpret_cast<int64_t*>(base + 2 * l.keys + 2 * l.index + l.offsets) : nullptr;
+  int64_t* totals = l.fix ? counts + 3 * l.rows * l.chunks : nullptr;
   if (bytes_out != nullptr) {
     size_t temp_bytes = 0;
     DeviceSortCall c = CubSort<K>(l, nullptr, temp_bytes, keys_in, keys_out, index_in, index_out,
@@ -162,10 +305,24 @@ DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
   DeviceSortCall c =
       CubSort<K>(l, temp, temp_bytes, keys_in, keys_out, index_in, index_out, offsets, stream);
   if (c.error != cudaSuccess) return c;
-  const int mode = a.indices ? 0 : (l.pairs ? 1 : 2);
+  const int mode = a.indices ? 0 : (l.pairs ? 1 : (l.fix ? 3 : 2));
   FromKeys<K><<<GridFor(l.n), kBlock, 0, stream>>>(keys_out, index_out, a.out, mode, a.kind,
                                                     a.length, a.inner, l.n);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "FromKeys<<<>>>"};
+  if (l.fix) {
+    const int64_t total_chunks = l.rows * l.chunks;
+    const int grid = static_cast<int>(total_chunks < 65536 ? total_chunks : 65536);
+    const K* in = static_cast<const K*>(a.in);
+    CountSpecials<K><<<grid, kBlock, 0, stream>>>(in, a.kind, a.length, a.inner, l.chunks,
+                                                  total_chunks, counts);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "CountSpecials<<<>>>"};
+    const int row_grid = static_cast<int>(l.rows < 65536 ? l.rows : 65536);
+    FixPrefixes<<<row_grid, kBlock, 0, stream>>>(counts, totals, l.chunks, l.rows);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "FixPrefixes<<<>>>"};
+    FixSpecials<K><<<grid, kBlock, 0, stream>>>(in, static_cast<K*>(a.out), a.kind, a.length,
+                                                a.inner, l.chunks, total_chunks, counts, totals);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "FixSpecials<<<>>>"};
+  }
   return {};
 }
 

@@ -7,9 +7,10 @@
 // (engine/ir/sort_key.h, shared with the host kernels: NaN of either sign above +inf, -0.0 as 0.0,
 // signed integers with the sign bit flipped), gathered so that each row is
 // contiguous (a non-last axis is moved last). Integers and bool sort their
-// keys alone and map them back; floats (whose keys forget a NaN's payload
-// and a zero's sign) sort (key, element bits) pairs and argsort (key, index)
-// pairs, both stable, and write the carried values. The value is 32 bits
+// keys alone and map them back; so do floats, whose keys forget a zero's
+// sign and a NaN's payload: each row's zeros and NaNs are then written
+// again in input order where they sorted. argsort sorts (key, index) pairs
+// (stable) and writes the indices. The value is 32 bits
 // wide (64 for 8-byte keys), so only four key widths, each keys-only or
 // with its one value type, radix or segmented, are instantiated.
 //
