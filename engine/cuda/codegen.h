@@ -155,8 +155,6 @@ struct ScanKernel {
   std::string name;         // the scan
   std::string reduce_name;  // name + "_reduce"
   std::string carry_name;   // name + "_carry"
-  // name + "_lookback" (kBlockRows, in `source`): few long rows in one pass.
-  std::string lookback_name;
   // `name`'s translation unit (with the device library).
   std::string source;
   // `reduce_name` and `carry_name`'s.
@@ -185,11 +183,6 @@ struct ScanLaunch {
   int64_t chunk = 0;   // elements per part
   int64_t blocks = 1;  // grid of the scan and reduce kernels (1-D)
   int64_t carry_blocks = 1;
-  // kBlockRows with few rows: `lookback_name` alone, a block per tile
-  // (`chunks` tiles of `chunk` elements per row), over `status_bytes` of
-  // zeroed scratch (the counter, then a status per tile).
-  bool lookback = false;
-  int64_t status_bytes = 0;
 };
 ScanLaunch ScanLaunchFor(const ScanKernel& k, int64_t sms);
 

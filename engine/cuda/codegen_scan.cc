@@ -32,7 +32,6 @@ absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& gra
   k.name = name;
   k.reduce_name = name + "_reduce";
   k.carry_name = name + "_carry";
-  k.lookback_name = name + "_lookback";
   k.input = StepInput{node.inputs[0], in_type, false};
   if (auto it = node.attrs.find("axis"); it != node.attrs.end()) {
     const int axis = static_cast<int>(std::get<int64_t>(it->second));
@@ -139,82 +138,6 @@ absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& gra
                     "        const long long j = t0 + threadIdx.x + i * ", b, ";\n",
                     "        if (j < j1) out[base + j] = gf::cv<", out_t, ">(v[i]);\n", "      }\n",
                     "      __syncthreads();\n", "    }\n  }\n}\n");
-    // Few long rows in one pass (decoupled look-back, as CUB's DeviceScan):
-    // a block per tile, tiles taken in order from a counter; each publishes
-    // its total, then its inclusive prefix once the tiles before it in the
-    // row give theirs (warp 0 reads 32 predecessors at a time), so every
-    // element is read once. carry: a 32-byte counter, then a 32-byte status
-    // per tile (flag 0 none, 1 total, 2 inclusive prefix), zeroed first.
-    absl::StrAppend(
-        &src, "struct __align__(16) ", name, "_status { unsigned int flag; unsigned int pad; ", acc,
-        " total; ", acc, " inclusive; };\n", "extern \"C\" __global__ void __launch_bounds__(", b,
-        ") ", k.lookback_name, "(const ", name, "_args p) {\n", "  const ", in_t,
-        "* __restrict__ in = (const ", in_t, "*)p.w[0];\n", "  ", out_t, "* __restrict__ out = (",
-        out_t, "*)p.w[1];\n", "  unsigned long long* counter = (unsigned long long*)p.w[2];\n",
-        "  ", name, "_status* status = (", name, "_status*)p.w[2] + 1;\n",
-        "  const long long L = (long long)p.w[4];\n",
-        "  const long long tiles = (long long)p.w[6];\n", "  typedef gf::BlockScan<", acc, ", ", b,
-        "> scan_t;\n", "  typedef gf::BlockReduce<", acc, ", ", b, "> reduce_t;\n");
-    if (k.items > 1) {
-      absl::StrAppend(&src, "  typedef gf::BlockExchange<", acc, ", ", b, ", ", items,
-                      "> exchange_t;\n",
-                      "  __shared__ union { typename scan_t::TempStorage scan; typename "
-                      "reduce_t::TempStorage reduce; typename exchange_t::TempStorage exchange; } "
-                      "temp;\n");
-    } else {
-      absl::StrAppend(&src,
-                      "  __shared__ union { typename scan_t::TempStorage scan; typename "
-                      "reduce_t::TempStorage reduce; } temp;\n");
-    }
-    absl::StrAppend(
-        &src, "  __shared__ long long tile_shared;\n  __shared__ ", acc, " prefix_shared;\n",
-        "  if (threadIdx.x == 0) tile_shared = (long long)atomicAdd(counter, 1ull);\n",
-        "  __syncthreads();\n", "  const long long t = tile_shared;\n",
-        "  const long long q = t % tiles;  // the tile's place in its row\n",
-        "  const long long base = (t / tiles) * L;\n", "  const long long t0 = q * ", tile, ";\n",
-        "  ", acc, " v[", items, "];\n", "#pragma unroll\n", "  for (int i = 0; i < ", items,
-        "; ++i) {\n", "    const long long j = t0 + threadIdx.x + i * ", b, ";\n",
-        "    v[i] = j < L ? ", load_at("base + j"), " : ", ident, ";\n", "  }\n");
-    if (k.items > 1) {
-      absl::StrAppend(&src, "  exchange_t(temp.exchange).StripedToBlocked(v, v);\n",
-                      "  __syncthreads();\n");
-    }
-    absl::StrAppend(
-        &src, "  ", acc, " mine = v[0];\n", "#pragma unroll\n", "  for (int i = 1; i < ", items,
-        "; ++i) mine = ", name, "_op()(mine, v[i]);\n", "  const ", acc,
-        " total = reduce_t(temp.reduce).Reduce(mine, ", name, "_op());\n",
-        "  if (threadIdx.x < 32) {\n", "    const int lane = threadIdx.x;\n", "    ", acc,
-        " before = ", ident, ";\n", "    if (lane == 0) {\n",
-        "      if (q == 0) { status[t].inclusive = total; } else { status[t].total = total; }\n",
-        "      __threadfence();\n", "      atomicExch(&status[t].flag, q == 0 ? 2u : 1u);\n",
-        "    }\n", "    if (q > 0) {\n", "      const long long first = t - q;\n",
-        "      for (long long end = t - 1;; end -= 32) {\n",
-        "        const long long j = end - lane;\n", "        unsigned int f = 2;\n", "        ",
-        acc, " w = ", ident, ";\n", "        if (j >= first) {\n",
-        "          while ((f = *(volatile unsigned int*)&status[j].flag) == 0) __nanosleep(20);\n",
-        "          __threadfence();\n", "          w = f == 2 ? *(volatile ", acc,
-        "*)&status[j].inclusive : *(volatile ", acc, "*)&status[j].total;\n", "        }\n",
-        "        const unsigned int inclusive = __ballot_sync(0xffffffffu, f == 2);\n",
-        "        const int stop = inclusive ? __ffs(inclusive) - 1 : 31;\n",
-        "        if (lane > stop) w = ", ident, ";\n",
-        // Higher lanes hold earlier tiles: lane 0 ends with them all, in order.
-        "#pragma unroll\n", "        for (int d = 1; d < 32; d <<= 1) {\n", "          const ", acc,
-        " o = gf::shfl_down(w, d, 0xffffffffu);\n", "          if (lane + d < 32) w = ", name,
-        "_op()(o, w);\n", "        }\n", "        if (lane == 0) before = ", name,
-        "_op()(w, before);\n", "        if (inclusive) break;\n", "      }\n",
-        "      if (lane == 0) {\n", "        status[t].inclusive = ", name,
-        "_op()(before, total);\n", "        __threadfence();\n",
-        "        atomicExch(&status[t].flag, 2u);\n", "      }\n", "    }\n",
-        "    if (lane == 0) prefix_shared = before;\n", "  }\n", "  __syncthreads();\n", "  ", name,
-        "_prefix prefix{prefix_shared};\n", "  scan_t(temp.scan).InclusiveScan(v, v, ", name,
-        "_op(), prefix);\n");
-    if (k.items > 1) {
-      absl::StrAppend(&src, "  __syncthreads();\n",
-                      "  exchange_t(temp.exchange).BlockedToStriped(v, v);\n");
-    }
-    absl::StrAppend(&src, "#pragma unroll\n", "  for (int i = 0; i < ", items, "; ++i) {\n",
-                    "    const long long j = t0 + threadIdx.x + i * ", b, ";\n",
-                    "    if (j < L) out[base + j] = gf::cv<", out_t, ">(v[i]);\n", "  }\n}\n");
     // Each part's total.
     absl::StrAppend(&split, head(k.reduce_name), "  typedef gf::BlockReduce<", acc, ", ", b,
                     "> reduce_t;\n", "  __shared__ typename reduce_t::TempStorage temp;\n",
@@ -260,20 +183,11 @@ ScanLaunch ScanLaunchFor(const ScanKernel& k, int64_t sms) {
   const int64_t length = k.length;
   int64_t parts = 1;
   if (k.strategy == ScanKernel::Strategy::kBlockRows) {
-    // Few rows: a block per tile in one pass; past the grid's limit, parts
-    // of whole tiles (at least four) so that about eight blocks per SM run.
+    // Few rows: cut them into parts of whole tiles (at least four) so that
+    // about eight blocks per SM run.
     const int64_t tile = int64_t{k.block} * k.items;
     const int64_t tiles = CeilDiv(length, tile);
     if (rows < 2 * sms) parts = std::min(CeilDiv(8 * sms, rows), tiles / 4);
-    if (parts > 1 && rows * tiles < (int64_t{1} << 31)) {
-      // A block per tile, in one pass (decoupled look-back).
-      launch.lookback = true;
-      launch.chunk = tile;
-      launch.chunks = tiles;
-      launch.blocks = rows * tiles;
-      launch.status_bytes = 32 * (1 + rows * tiles);
-      return launch;
-    }
     const int64_t chunk_tiles = CeilDiv(tiles, std::max<int64_t>(parts, 1));
     launch.chunk = chunk_tiles * tile;
     launch.chunks = CeilDiv(tiles, chunk_tiles);

@@ -1,13 +1,8 @@
-// Scan steps (cumsum, cumprod; codegen_scan.cc): one kernel (a block or a
-// thread per row, or few long rows in one pass by decoupled look-back), or,
-// when short or strided rows are cut into parts, part totals and their
-// prefixes first.
+// Scan steps (cumsum, cumprod; codegen_scan.cc): one kernel, or, when the
+// rows are cut into parts, part totals and their prefixes first.
 #include <optional>
 
-#include "absl/strings/str_cat.h"
 #include "engine/cuda/codegen.h"
-#include "engine/cuda/cuda_status.h"
-#include "engine/cuda/launch_log.h"
 #include "engine/cuda/step_runner.h"
 
 namespace gpuflow::cuda {
@@ -32,10 +27,9 @@ absl::StatusOr<bool> RunScan(StepRunContext& ctx) {
   absl::StatusOr<const void*> in = ctx.ptr(k.input.ref);
   if (!in.ok()) return in.status();
   std::unique_ptr<CudaBuffer> carry;
-  if (launch.lookback || launch.chunks > 1) {
-    const int64_t bytes =
-        launch.lookback ? launch.status_bytes : k.rows * launch.chunks * k.accumulator_bytes;
-    absl::StatusOr<std::unique_ptr<CudaBuffer>> buffer = ctx.device.AllocateOn(bytes, ctx.stream);
+  if (launch.chunks > 1) {
+    absl::StatusOr<std::unique_ptr<CudaBuffer>> buffer =
+        ctx.device.AllocateOn(k.rows * launch.chunks * k.accumulator_bytes, ctx.stream);
     if (!buffer.ok()) return buffer.status();
     carry = *std::move(buffer);
   }
@@ -47,20 +41,6 @@ absl::StatusOr<bool> RunScan(StepRunContext& ctx) {
                                  static_cast<uint64_t>(k.stride),
                                  static_cast<uint64_t>(launch.chunks),
                                  static_cast<uint64_t>(launch.chunk)};
-  if (launch.lookback) {
-    // The tile counter and statuses start at zero.
-    launch_log::Note(absl::StrCat("memset ", launch.status_bytes, " scan look-back status"));
-    GPUFLOW_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(carry->data(), 0, launch.status_bytes, ctx.stream.get()));
-    absl::StatusOr<cudaKernel_t> kernel = ctx.Kernel(k.source, k.lookback_name);
-    if (!kernel.ok()) return kernel.status();
-    if (absl::Status s =
-            ctx.device.Launch(*kernel, Blocks(launch.blocks), dim3(k.block), words, ctx.stream);
-        !s.ok()) {
-      return s;
-    }
-    return true;  // `carry` is freed in stream order, after the kernel
-  }
   if (launch.chunks > 1) {
     absl::StatusOr<cudaKernel_t> reduce = ctx.Kernel(k.split_source, k.reduce_name);
     if (!reduce.ok()) return reduce.status();
@@ -93,9 +73,7 @@ absl::Status CompileScan(StepCompileContext& ctx) {
   if (!scan.ok()) return scan.status();
   if (!(*scan)->has_value()) return absl::OkStatus();  // runs on the host
   const ScanKernel& k = ***scan;
-  const ScanLaunch launch = ScanLaunchFor(k, ctx.device.sms());
-  if (launch.lookback) return ctx.Kernel(k.source, k.lookback_name).status();
-  if (launch.chunks > 1) {
+  if (ScanLaunchFor(k, ctx.device.sms()).chunks > 1) {
     if (absl::Status s = ctx.Kernel(k.split_source, k.reduce_name).status(); !s.ok()) return s;
     if (absl::Status s = ctx.Kernel(k.split_source, k.carry_name).status(); !s.ok()) return s;
   }
