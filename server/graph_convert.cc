@@ -60,6 +60,9 @@ absl::StatusOr<Scalar> ScalarFromProto(const v1::Scalar& proto) {
     case v1::Scalar::kFloatValue:
       s = Scalar::Float(proto.float_value());
       break;
+    case v1::Scalar::kComplexValue:
+      s = Scalar::Complex(proto.complex_value().real(), proto.complex_value().imag());
+      break;
     case v1::Scalar::VALUE_NOT_SET:
       return absl::InvalidArgumentError("scalar has no value");
   }

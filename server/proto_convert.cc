@@ -12,9 +12,10 @@ namespace gpuflow::server {
 namespace {
 // Indexed by engine DType; the proto enum starts at 1 for bool.
 constexpr v1::DType kProtoDTypes[kNumDTypes] = {
-    v1::DTYPE_BOOL,     v1::DTYPE_INT8,    v1::DTYPE_INT16,   v1::DTYPE_INT32,  v1::DTYPE_INT64,
-    v1::DTYPE_UINT8,    v1::DTYPE_UINT16,  v1::DTYPE_UINT32,  v1::DTYPE_UINT64, v1::DTYPE_FLOAT16,
-    v1::DTYPE_BFLOAT16, v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64,
+    v1::DTYPE_BOOL,    v1::DTYPE_INT8,      v1::DTYPE_INT16,      v1::DTYPE_INT32,
+    v1::DTYPE_INT64,   v1::DTYPE_UINT8,     v1::DTYPE_UINT16,     v1::DTYPE_UINT32,
+    v1::DTYPE_UINT64,  v1::DTYPE_FLOAT16,   v1::DTYPE_BFLOAT16,   v1::DTYPE_FLOAT32,
+    v1::DTYPE_FLOAT64, v1::DTYPE_COMPLEX64, v1::DTYPE_COMPLEX128,
 };
 }  // namespace
 

@@ -15,7 +15,7 @@ struct DTypeEntry {
   int64_t itemsize;
 };
 
-constexpr std::array<DTypeEntry, 13> kDTypes = {{
+constexpr std::array<DTypeEntry, 15> kDTypes = {{
     {v1::DTYPE_BOOL, "bool", 1},
     {v1::DTYPE_INT8, "int8", 1},
     {v1::DTYPE_INT16, "int16", 2},
@@ -29,6 +29,8 @@ constexpr std::array<DTypeEntry, 13> kDTypes = {{
     {v1::DTYPE_BFLOAT16, "bfloat16", 2},
     {v1::DTYPE_FLOAT32, "float32", 4},
     {v1::DTYPE_FLOAT64, "float64", 8},
+    {v1::DTYPE_COMPLEX64, "complex64", 8},
+    {v1::DTYPE_COMPLEX128, "complex128", 16},
 }};
 
 const DTypeEntry* FindEntry(v1::DType dtype) {
@@ -61,8 +63,8 @@ absl::StatusOr<v1::DType> ParseDTypeName(absl::string_view name) {
 }
 
 absl::Span<const v1::DType> AllDTypes() {
-  static constexpr std::array<v1::DType, 13> kAll = [] {
-    std::array<v1::DType, 13> all{};
+  static constexpr std::array<v1::DType, kDTypes.size()> kAll = [] {
+    std::array<v1::DType, kDTypes.size()> all{};
     for (size_t i = 0; i < kDTypes.size(); ++i) all[i] = kDTypes[i].dtype;
     return all;
   }();

@@ -14,6 +14,7 @@
 #define GPUFLOW_CLIENTS_CPP_ARRAY_H_
 
 #include <bit>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -60,6 +61,8 @@ constexpr v1::DType DTypeOf() {
   if constexpr (std::is_same_v<T, uint64_t>) return v1::DTYPE_UINT64;
   if constexpr (std::is_same_v<T, float>) return v1::DTYPE_FLOAT32;
   if constexpr (std::is_same_v<T, double>) return v1::DTYPE_FLOAT64;
+  if constexpr (std::is_same_v<T, std::complex<float>>) return v1::DTYPE_COMPLEX64;
+  if constexpr (std::is_same_v<T, std::complex<double>>) return v1::DTYPE_COMPLEX128;
   return v1::DTYPE_UNSPECIFIED;
 }
 

@@ -52,11 +52,12 @@ absl::StatusOr<ParsedDescr> ParseDescr(absl::string_view descr) {
     v1::DType dtype;
   };
   static constexpr Entry kCodes[] = {
-      {"b1", v1::DTYPE_BOOL},    {"?", v1::DTYPE_BOOL},      {"i1", v1::DTYPE_INT8},
-      {"i2", v1::DTYPE_INT16},   {"i4", v1::DTYPE_INT32},    {"i8", v1::DTYPE_INT64},
-      {"u1", v1::DTYPE_UINT8},   {"u2", v1::DTYPE_UINT16},   {"u4", v1::DTYPE_UINT32},
-      {"u8", v1::DTYPE_UINT64},  {"f2", v1::DTYPE_FLOAT16},  {"f4", v1::DTYPE_FLOAT32},
-      {"f8", v1::DTYPE_FLOAT64}, {"V2", v1::DTYPE_BFLOAT16},
+      {"b1", v1::DTYPE_BOOL},        {"?", v1::DTYPE_BOOL},      {"i1", v1::DTYPE_INT8},
+      {"i2", v1::DTYPE_INT16},       {"i4", v1::DTYPE_INT32},    {"i8", v1::DTYPE_INT64},
+      {"u1", v1::DTYPE_UINT8},       {"u2", v1::DTYPE_UINT16},   {"u4", v1::DTYPE_UINT32},
+      {"u8", v1::DTYPE_UINT64},      {"f2", v1::DTYPE_FLOAT16},  {"f4", v1::DTYPE_FLOAT32},
+      {"f8", v1::DTYPE_FLOAT64},     {"V2", v1::DTYPE_BFLOAT16}, {"c8", v1::DTYPE_COMPLEX64},
+      {"c16", v1::DTYPE_COMPLEX128},
   };
   for (const Entry& entry : kCodes) {
     if (entry.code == type) out.dtype = entry.dtype;
@@ -65,7 +66,7 @@ absl::StatusOr<ParsedDescr> ParseDescr(absl::string_view descr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the .npy dtype '", descr,
         "' has no gpuflow dtype; gpuflow takes bool, int8..int64, uint8..uint64, float16, "
-        "float32, float64 and bfloat16 (stored as '<V2')"));
+        "float32, float64, complex64, complex128 and bfloat16 (stored as '<V2')"));
   }
   out.swap = order == '>' && ItemSize(out.dtype) > 1 && out.dtype != v1::DTYPE_BFLOAT16;
   if (order == '>' && out.dtype == v1::DTYPE_BFLOAT16) {
@@ -254,6 +255,10 @@ absl::string_view NpyDescr(v1::DType dtype) {
       return "<f4";
     case v1::DTYPE_FLOAT64:
       return "<f8";
+    case v1::DTYPE_COMPLEX64:
+      return "<c8";
+    case v1::DTYPE_COMPLEX128:
+      return "<c16";
     default:
       return "";
   }
@@ -308,8 +313,11 @@ absl::StatusOr<Array> ParseNpy(absl::string_view bytes) {
   }
   array.data.assign(data.data(), data.size());
   if (descr->swap) {
-    for (size_t i = 0; i < array.data.size(); i += itemsize) {
-      std::reverse(array.data.begin() + i, array.data.begin() + i + itemsize);
+    // A complex element is two floats, each swapped on its own.
+    const bool complex = array.dtype == v1::DTYPE_COMPLEX64 || array.dtype == v1::DTYPE_COMPLEX128;
+    const size_t word = complex ? itemsize / 2 : itemsize;
+    for (size_t i = 0; i < array.data.size(); i += word) {
+      std::reverse(array.data.begin() + i, array.data.begin() + i + word);
     }
   }
   return array;

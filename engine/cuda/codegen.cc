@@ -29,6 +29,8 @@ const char* ComputeClassName(DType dtype) {
       return "u64";
     case DTypeKind::kFloat:
       return dtype == DType::kFloat64 ? "double" : "float";
+    case DTypeKind::kComplex:
+      break;  // complex steps run on the host (step_dispatch.cc)
   }
   return "double";
 }
@@ -133,6 +135,9 @@ const char* StorageTypeName(DType dtype) {
       return "float";
     case DType::kFloat64:
       return "double";
+    case DType::kComplex64:
+    case DType::kComplex128:
+      break;  // complex steps run on the host (step_dispatch.cc)
   }
   return "u8";
 }

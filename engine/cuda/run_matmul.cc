@@ -1,6 +1,8 @@
-// matmul and dot: cuBLAS for one float dtype throughout with batches equal
-// or on one side (cublasGemmStridedBatchedEx, row-major as column-major
-// transposed); the generated tiled kernel (codegen_matmul.cc) for the rest.
+// matmul and dot: cuBLAS for one float or complex dtype throughout with
+// batches equal or on one side (cublasGemmStridedBatchedEx, row-major as
+// column-major transposed; complex64/complex128 as CUDA_C_32F/CUDA_C_64F);
+// the generated tiled kernel (codegen_matmul.cc) for the rest (complex
+// steps that cuBLAS does not take run on the host, step_dispatch.cc).
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -30,7 +32,7 @@ std::optional<BlasMatmul> BlasMatmulFor(const ValidatedNode& node) {
   const DType dtype = node.type.output.dtype;
   if (ta.dtype != dtype || tb.dtype != dtype) return std::nullopt;
   if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && dtype != DType::kFloat16 &&
-      dtype != DType::kBFloat16) {
+      dtype != DType::kBFloat16 && dtype != DType::kComplex64 && dtype != DType::kComplex128) {
     return std::nullopt;
   }
   // NumPy matmul: 1-D operands become (1, k) and (k, 1).
@@ -87,6 +89,13 @@ absl::StatusOr<bool> Blas(const ValidatedNode& node, const void* a, const void* 
     case DType::kFloat16:
       data_type = CUDA_R_16F;
       break;
+    case DType::kComplex64:
+      data_type = CUDA_C_32F;
+      break;
+    case DType::kComplex128:
+      data_type = CUDA_C_64F;
+      compute = CUBLAS_COMPUTE_64F;
+      break;
     default:  // bfloat16 (BlasMatmulFor takes no other dtype)
       data_type = CUDA_R_16BF;
       break;
@@ -98,12 +107,15 @@ absl::StatusOr<bool> Blas(const ValidatedNode& node, const void* a, const void* 
   }
   cublasHandle_t blas = s->handle()->blas;
   GPUFLOW_CUBLAS_RETURN_IF_ERROR(cublasSetStream(blas, stream.get()));
-  const float alpha32 = 1.0f;
-  const float beta32 = 0.0f;
-  const double alpha64 = 1.0;
-  const double beta64 = 0.0;
-  const void* alpha = dtype == DType::kFloat64 ? static_cast<const void*>(&alpha64) : &alpha32;
-  const void* beta = dtype == DType::kFloat64 ? static_cast<const void*>(&beta64) : &beta32;
+  // The scale type is the compute type's: float or double, as cuComplex or
+  // cuDoubleComplex ({1, 0} and {0, 0}) for complex data.
+  const float alpha32[2] = {1.0f, 0.0f};
+  const float beta32[2] = {0.0f, 0.0f};
+  const double alpha64[2] = {1.0, 0.0};
+  const double beta64[2] = {0.0, 0.0};
+  const bool wide = compute == CUBLAS_COMPUTE_64F;
+  const void* alpha = wide ? static_cast<const void*>(alpha64) : alpha32;
+  const void* beta = wide ? static_cast<const void*>(beta64) : beta32;
   launch_log::Note(absl::StrCat("cublas ", DTypeName(dtype), " m=", m, " n=", n, " k=", k,
                                 " batch=", p.batch, ",", p.batch_a, ",", p.batch_b,
                                 " tf32=", allow_tf32));

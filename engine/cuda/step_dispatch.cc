@@ -34,6 +34,22 @@ bool IsLayoutStep(const Step& step, const ValidatedNode& root) {
          (step.kind == StepKind::kCreation && root.op->name == "full");
 }
 
+// Whether a node of the step reads, computes in or produces a complex dtype.
+// No generated kernel takes complex values yet: such steps run on the host
+// path (RunOnHost), which computes them as NumPy does; only complex matmuls
+// that cuBLAS takes run on the device. Custom kernels, which only
+// run on the device, are the user's code and keep their own course.
+bool TouchesComplex(const ValidatedGraph& graph, const Step& step) {
+  for (int n : step.nodes) {
+    const ValidatedNode& node = graph.nodes[n];
+    if (IsComplex(node.type.output.dtype) || IsComplex(node.type.compute_dtype)) return true;
+    for (const ValueType& t : node.input_types) {
+      if (IsComplex(t.dtype)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> RunStep(StepRunContext& ctx) {
@@ -43,6 +59,9 @@ absl::StatusOr<bool> RunStep(StepRunContext& ctx) {
     return absl::Status(
         st.code(), absl::StrCat("step ", ctx.index, " (", step.description, "): ", st.message()));
   };
+  if (step.kind == StepKind::kMatmul && TakesBlas(root)) return RunBlasMatmul(ctx);
+  // Complex values take cuBLAS (above) and otherwise the host path.
+  if (step.kind != StepKind::kCustom && TouchesComplex(ctx.graph, step)) return false;
   if (step.kind == StepKind::kElementwise) {
     if (absl::Status st = RunElementwise(ctx); !st.ok()) return step_error(st);
     return true;
@@ -54,7 +73,6 @@ absl::StatusOr<bool> RunStep(StepRunContext& ctx) {
     }
     return true;
   }
-  if (step.kind == StepKind::kMatmul && TakesBlas(root)) return RunBlasMatmul(ctx);
   absl::StatusOr<bool> ran = false;
   if (step.kind == StepKind::kReduction) {
     ran = RunReduction(ctx);
@@ -76,6 +94,9 @@ absl::StatusOr<bool> RunStep(StepRunContext& ctx) {
 
 absl::Status CompileStep(StepCompileContext& ctx) {
   const Step& step = ctx.step;
+  if (step.kind != StepKind::kCustom && TouchesComplex(ctx.graph, step)) {
+    return absl::OkStatus();  // the host, or cuBLAS
+  }
   if (step.kind == StepKind::kElementwise) return CompileElementwise(ctx);
   if (step.kind == StepKind::kScan) return CompileScan(ctx);
   if (IsLayoutStep(step, ctx.root())) {

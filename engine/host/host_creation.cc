@@ -68,7 +68,7 @@ void ArangeRange(double start, double step, int64_t begin, int64_t end, T* value
       const float f = first.ToFloat();
       const float delta = second.ToFloat() - f;
       v = T::FromFloat(f + static_cast<float>(i) * delta);
-    } else if constexpr (std::is_floating_point_v<T>) {
+    } else if constexpr (std::is_floating_point_v<T> || kIsComplex<T>) {
       const T delta = second - first;
       v = first + static_cast<T>(i) * delta;
     } else if constexpr (std::is_same_v<T, bool>) {

@@ -24,6 +24,8 @@ template <typename C>
 inline constexpr bool kIsUInt = std::is_same_v<C, uint64_t>;
 template <typename C>
 inline constexpr bool kIsDouble = std::is_same_v<C, double>;
+template <typename C>
+inline constexpr bool kIsCx = std::is_same_v<C, Complex128>;
 
 // ---- Unary ops ------------------------------------------------------------------
 
@@ -46,8 +48,10 @@ struct AbsOp {
   template <typename C>
   static constexpr bool kSupports = true;
   template <typename C>
-  C operator()(C a) const {
-    if constexpr (kIsInt<C>) {
+  auto operator()(C a) const {
+    if constexpr (kIsCx<C>) {
+      return std::hypot(a.real(), a.imag());
+    } else if constexpr (kIsInt<C>) {
       return a < 0 ? WrapNeg(a) : a;
     } else if constexpr (kIsDouble<C>) {
       return std::fabs(a);
@@ -62,7 +66,9 @@ struct SignOp {
   static constexpr bool kSupports = !kIsBool<C>;
   template <typename C>
   C operator()(C a) const {
-    if constexpr (kIsDouble<C>) {
+    if constexpr (kIsCx<C>) {
+      return ComplexSign(a);
+    } else if constexpr (kIsDouble<C>) {
       // As NumPy: sign(-0.0) is 0.0, sign(NaN) is NaN.
       return a > 0 ? 1.0 : (a < 0 ? -1.0 : (a == 0 ? 0.0 : a));
     } else if constexpr (kIsUInt<C>) {
@@ -82,20 +88,37 @@ struct SquareOp {
       return WrapMul(a, a);
     } else if constexpr (kIsBool<C>) {
       return a;
+    } else if constexpr (kIsCx<C>) {
+      return ComplexMul(a, a);
     } else {
       return a * a;
     }
   }
 };
 
-// A unary function of doubles only (the float ops: ints reach them converted
-// by the compute dtype).
-template <double (*kFn)(double)>
+// A unary function of doubles (the float ops: ints reach them converted by
+// the compute dtype) and, where NumPy defines one, of complex values.
+template <double (*kFn)(double), Complex128 (*kComplexFn)(Complex128) = nullptr>
 struct FloatFnOp {
   template <typename C>
-  static constexpr bool kSupports = kIsDouble<C>;
-  double operator()(double a) const { return kFn(a); }
+  static constexpr bool kSupports = kIsDouble<C> || (kIsCx<C> && kComplexFn != nullptr);
+  template <typename C>
+  C operator()(C a) const {
+    if constexpr (kIsCx<C>) {
+      return kComplexFn(a);
+    } else {
+      return kFn(a);
+    }
+  }
 };
+
+Complex128 CSqrt(Complex128 z) { return std::sqrt(z); }
+Complex128 CRsqrt(Complex128 z) { return ComplexReciprocal(std::sqrt(z)); }
+Complex128 CExp(Complex128 z) { return std::exp(z); }
+Complex128 CLog(Complex128 z) { return std::log(z); }
+Complex128 CSin(Complex128 z) { return std::sin(z); }
+Complex128 CCos(Complex128 z) { return std::cos(z); }
+Complex128 CTanh(Complex128 z) { return std::tanh(z); }
 
 double Sqrt(double x) { return std::sqrt(x); }
 double Rsqrt(double x) { return 1.0 / std::sqrt(x); }
@@ -126,6 +149,8 @@ struct RoundingOp {
   C operator()(C a) const {
     if constexpr (kIsDouble<C>) {
       return kFn(a);
+    } else if constexpr (kIsCx<C>) {
+      return {kFn(a.real()), kFn(a.imag())};  // numpy.round: both parts
     } else {
       return a;
     }
@@ -138,7 +163,7 @@ double RoundHalfEven(double x) { return std::nearbyint(x); }
 
 struct ReluOp {
   template <typename C>
-  static constexpr bool kSupports = !kIsBool<C>;
+  static constexpr bool kSupports = !kIsBool<C> && !kIsCx<C>;
   template <typename C>
   C operator()(C a) const {
     if constexpr (kIsDouble<C>) {
@@ -156,6 +181,8 @@ struct ReciprocalOp {
   C operator()(C a) const {
     if constexpr (kIsDouble<C>) {
       return 1.0 / a;
+    } else if constexpr (kIsCx<C>) {
+      return ComplexReciprocal(a);
     } else if constexpr (kIsInt<C>) {
       return (a == 1 || a == -1) ? a : 0;  // 1 / a truncated; 0 for a == 0
     } else if constexpr (kIsUInt<C>) {
@@ -173,6 +200,8 @@ struct IsNanOp {
   bool operator()(C a) const {
     if constexpr (kIsDouble<C>) {
       return std::isnan(a);
+    } else if constexpr (kIsCx<C>) {
+      return ComplexIsNaN(a);
     } else {
       return false;
     }
@@ -186,6 +215,8 @@ struct IsInfOp {
   bool operator()(C a) const {
     if constexpr (kIsDouble<C>) {
       return std::isinf(a);
+    } else if constexpr (kIsCx<C>) {
+      return std::isinf(a.real()) || std::isinf(a.imag());
     } else {
       return false;
     }
@@ -203,13 +234,64 @@ struct LogicalNotOp {
 
 struct BitwiseNotOp {
   template <typename C>
-  static constexpr bool kSupports = !kIsDouble<C>;
+  static constexpr bool kSupports = !kIsDouble<C> && !kIsCx<C>;
   template <typename C>
   C operator()(C a) const {
     if constexpr (kIsBool<C>) {
       return !a;
     } else {
       return ~a;
+    }
+  }
+};
+
+// real, imag, conj and angle: real inputs are their own real part and
+// conjugate, with a zero imaginary part and an angle of arctan2(0, x).
+struct RealOp {
+  template <typename C>
+  static constexpr bool kSupports = true;
+  template <typename C>
+  auto operator()(C a) const {
+    if constexpr (kIsCx<C>) {
+      return a.real();
+    } else {
+      return a;
+    }
+  }
+};
+struct ImagOp {
+  template <typename C>
+  static constexpr bool kSupports = true;
+  template <typename C>
+  auto operator()(C a) const {
+    if constexpr (kIsCx<C>) {
+      return a.imag();
+    } else {
+      return C{0};
+    }
+  }
+};
+struct ConjOp {
+  template <typename C>
+  static constexpr bool kSupports = true;
+  template <typename C>
+  C operator()(C a) const {
+    if constexpr (kIsCx<C>) {
+      return std::conj(a);
+    } else {
+      return a;
+    }
+  }
+};
+struct AngleOp {
+  template <typename C>
+  static constexpr bool kSupports = kIsDouble<C> || kIsCx<C>;
+  template <typename C>
+  double operator()(C a) const {
+    if constexpr (kIsCx<C>) {
+      return std::atan2(a.imag(), a.real());
+    } else {
+      return std::atan2(0.0, a);
     }
   }
 };
@@ -259,20 +341,21 @@ struct MulOp {
   static constexpr bool kSupports = true;
   template <typename C>
   C operator()(C a, C b) const {
-    if constexpr (kIsBool<C>) {
-      return a && b;
-    } else if constexpr (kIsInt<C>) {
-      return WrapMul(a, b);
-    } else {
-      return a * b;
-    }
+    return MultiplyInCompute(a, b);
   }
 };
 
 struct DivOp {
   template <typename C>
-  static constexpr bool kSupports = kIsDouble<C>;
-  double operator()(double a, double b) const { return a / b; }
+  static constexpr bool kSupports = kIsDouble<C> || kIsCx<C>;
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (kIsCx<C>) {
+      return ComplexDiv(a, b);
+    } else {
+      return a / b;
+    }
+  }
 };
 
 // NumPy's npy_divmod: the floored quotient and the remainder with the
@@ -300,7 +383,7 @@ double FloatRemainder(double a, double b) {
 
 struct FloorDivOp {
   template <typename C>
-  static constexpr bool kSupports = !kIsBool<C>;
+  static constexpr bool kSupports = !kIsBool<C> && !kIsCx<C>;
   template <typename C>
   C operator()(C a, C b) const {
     if constexpr (kIsDouble<C>) {
@@ -318,7 +401,7 @@ struct FloorDivOp {
 
 struct ModOp {
   template <typename C>
-  static constexpr bool kSupports = !kIsBool<C>;
+  static constexpr bool kSupports = !kIsBool<C> && !kIsCx<C>;
   template <typename C>
   C operator()(C a, C b) const {
     if constexpr (kIsDouble<C>) {
@@ -350,6 +433,8 @@ struct PowOp {
   C operator()(C a, C b) const {
     if constexpr (kIsDouble<C>) {
       return std::pow(a, b);
+    } else if constexpr (kIsCx<C>) {
+      return ComplexPow(a, b);
     } else if constexpr (kIsUInt<C>) {
       return WrapPow(a, b);
     } else {
@@ -365,16 +450,21 @@ struct PowOp {
 };
 
 // numpy.maximum / numpy.minimum: a NaN in either operand is the result; on
-// ties the second operand (which decides the sign of a zero).
+// ties the second operand (which decides the sign of a zero). Complex values
+// are ordered by real, then imaginary part; on ties the first operand.
 struct MaximumOp {
   template <typename C>
   static constexpr bool kSupports = true;
   template <typename C>
   C operator()(C a, C b) const {
-    if constexpr (kIsDouble<C>) {
-      if (std::isnan(a)) return a;
+    if constexpr (kIsCx<C>) {
+      return ComplexIsNaN(a) || ComplexGreaterEqual(a, b) ? a : b;
+    } else {
+      if constexpr (kIsDouble<C>) {
+        if (std::isnan(a)) return a;
+      }
+      return a > b ? a : b;
     }
-    return a > b ? a : b;
   }
 };
 struct MinimumOp {
@@ -382,10 +472,14 @@ struct MinimumOp {
   static constexpr bool kSupports = true;
   template <typename C>
   C operator()(C a, C b) const {
-    if constexpr (kIsDouble<C>) {
-      if (std::isnan(a)) return a;
+    if constexpr (kIsCx<C>) {
+      return ComplexIsNaN(a) || ComplexGreaterEqual(b, a) ? a : b;
+    } else {
+      if constexpr (kIsDouble<C>) {
+        if (std::isnan(a)) return a;
+      }
+      return a < b ? a : b;
     }
-    return a < b ? a : b;
   }
 };
 
@@ -404,12 +498,30 @@ struct Atan2Op {
       return expr;                          \
     }                                       \
   };
+// Ordered comparisons of complex values: by real, then imaginary part (NumPy 2).
+template <typename C>
+bool Greater(C a, C b) {
+  if constexpr (kIsCx<C>) {
+    return ComplexGreater(a, b);
+  } else {
+    return a > b;
+  }
+}
+template <typename C>
+bool GreaterEqual(C a, C b) {
+  if constexpr (kIsCx<C>) {
+    return ComplexGreaterEqual(a, b);
+  } else {
+    return a >= b;
+  }
+}
+
 GPUFLOW_COMPARISON_OP(EqOp, a == b)
 GPUFLOW_COMPARISON_OP(NeOp, a != b)
-GPUFLOW_COMPARISON_OP(LtOp, a < b)
-GPUFLOW_COMPARISON_OP(LeOp, a <= b)
-GPUFLOW_COMPARISON_OP(GtOp, a > b)
-GPUFLOW_COMPARISON_OP(GeOp, a >= b)
+GPUFLOW_COMPARISON_OP(LtOp, Greater(b, a))
+GPUFLOW_COMPARISON_OP(LeOp, GreaterEqual(b, a))
+GPUFLOW_COMPARISON_OP(GtOp, Greater(a, b))
+GPUFLOW_COMPARISON_OP(GeOp, GreaterEqual(a, b))
 GPUFLOW_COMPARISON_OP(LogicalAndOp, (a != C{0}) && (b != C{0}))
 GPUFLOW_COMPARISON_OP(LogicalOrOp, (a != C{0}) || (b != C{0}))
 GPUFLOW_COMPARISON_OP(LogicalXorOp, (a != C{0}) != (b != C{0}))
@@ -418,7 +530,7 @@ GPUFLOW_COMPARISON_OP(LogicalXorOp, (a != C{0}) != (b != C{0}))
 #define GPUFLOW_BITWISE_OP(Name, op)                                          \
   struct Name {                                                               \
     template <typename C>                                                     \
-    static constexpr bool kSupports = !kIsDouble<C>;                          \
+    static constexpr bool kSupports = !kIsDouble<C> && !kIsCx<C>;             \
     template <typename C>                                                     \
     C operator()(C a, C b) const {                                            \
       if constexpr (kIsBool<C>) {                                             \
@@ -443,7 +555,9 @@ struct ClipOp {
   template <typename C>
   C operator()(C x, C lo, C hi) const {
     C t = x;
-    if constexpr (kIsDouble<C>) {
+    if constexpr (kIsCx<C>) {
+      return MinimumOp{}(MaximumOp{}(t, lo), hi);
+    } else if constexpr (kIsDouble<C>) {
       if (!std::isnan(t)) t = t > lo ? t : lo;
       if (!std::isnan(t)) t = t < hi ? t : hi;
       return t;
@@ -571,15 +685,15 @@ const absl::flat_hash_map<std::string, OpEntry>& ElementwiseOps() {
       {"abs", Unary<AbsOp>()},
       {"sign", Unary<SignOp>()},
       {"square", Unary<SquareOp>()},
-      {"sqrt", Unary<FloatFnOp<Sqrt>>()},
-      {"rsqrt", Unary<FloatFnOp<Rsqrt>>()},
-      {"exp", Unary<FloatFnOp<Exp>>()},
-      {"log", Unary<FloatFnOp<Log>>()},
-      {"log1p", Unary<FloatFnOp<Log1p>>()},
-      {"expm1", Unary<FloatFnOp<Expm1>>()},
-      {"sin", Unary<FloatFnOp<Sin>>()},
-      {"cos", Unary<FloatFnOp<Cos>>()},
-      {"tanh", Unary<FloatFnOp<Tanh>>()},
+      {"sqrt", Unary<FloatFnOp<Sqrt, CSqrt>>()},
+      {"rsqrt", Unary<FloatFnOp<Rsqrt, CRsqrt>>()},
+      {"exp", Unary<FloatFnOp<Exp, CExp>>()},
+      {"log", Unary<FloatFnOp<Log, CLog>>()},
+      {"log1p", Unary<FloatFnOp<Log1p, ComplexLog1p>>()},
+      {"expm1", Unary<FloatFnOp<Expm1, ComplexExpm1>>()},
+      {"sin", Unary<FloatFnOp<Sin, CSin>>()},
+      {"cos", Unary<FloatFnOp<Cos, CCos>>()},
+      {"tanh", Unary<FloatFnOp<Tanh, CTanh>>()},
       {"sigmoid", Unary<FloatFnOp<Sigmoid>>()},
       {"gelu", Unary<FloatFnOp<Gelu>>()},
       {"erf", Unary<FloatFnOp<Erf>>()},
@@ -592,6 +706,10 @@ const absl::flat_hash_map<std::string, OpEntry>& ElementwiseOps() {
       {"isinf", Unary<IsInfOp>()},
       {"logical_not", Unary<LogicalNotOp>()},
       {"bitwise_not", Unary<BitwiseNotOp>()},
+      {"real", Unary<RealOp>()},
+      {"imag", Unary<ImagOp>()},
+      {"conj", Unary<ConjOp>()},
+      {"angle", Unary<AngleOp>()},
       {"cast", Unary<IdentityOp>()},
       {"add", Binary<AddOp>()},
       {"sub", Binary<SubOp>()},

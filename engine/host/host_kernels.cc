@@ -45,7 +45,7 @@ const absl::flat_hash_map<std::string, HostFamily>& HostFamilies() {
           "mod",         "pow",         "maximum",     "minimum",    "atan2",       "eq",
           "ne",          "lt",          "le",          "gt",         "ge",          "logical_and",
           "logical_or",  "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "where",
-          "clip",        "cast"}) {
+          "clip",        "cast",        "real",        "imag",       "conj",        "angle"}) {
       (*m)[op] = HostFamily::kElementwise;
     }
     for (const char* op : {"sum", "prod", "min", "max", "mean", "var", "std", "argmin", "argmax",

@@ -3,8 +3,8 @@
 //
 // Every op works the same way: input elements are loaded in blocks of up to
 // kBlock, converted (with gpuflow's cast semantics) to the dtype the op
-// computes in and widened to one of four compute types (bool, int64_t,
-// uint64_t, double: ComputeOf<T>); the op runs on those; the results are
+// computes in and widened to one of five compute types (bool, int64_t,
+// uint64_t, double, std::complex<double>: ComputeOf<T>); the op runs on those; the results are
 // converted to the output dtype when stored. Integer arithmetic on int64_t
 // goes through uint64_t so that it wraps, which is also how narrower integer
 // dtypes wrap: their values are truncated when stored. Float16, bfloat16 and
@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cmath>
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -38,7 +39,10 @@ inline constexpr int64_t kBlock = 1024;
 
 // ---- Compute types ----------------------------------------------------------
 
-enum class ComputeClass : uint8_t { kBool, kInt, kUInt, kFloat };
+enum class ComputeClass : uint8_t { kBool, kInt, kUInt, kFloat, kComplex };
+
+using Complex64 = std::complex<float>;
+using Complex128 = std::complex<double>;
 
 inline ComputeClass ClassOf(DType dtype) {
   switch (KindOf(dtype)) {
@@ -48,6 +52,8 @@ inline ComputeClass ClassOf(DType dtype) {
       return ComputeClass::kInt;
     case DTypeKind::kUnsigned:
       return ComputeClass::kUInt;
+    case DTypeKind::kComplex:
+      return ComputeClass::kComplex;
     case DTypeKind::kFloat:
       break;
   }
@@ -60,8 +66,8 @@ struct TypeTag {
 };
 
 // Calls f(TypeTag<T>{}) with T the C++ type that stores one element of
-// `dtype` (bool, int8_t, ..., Half, BFloat16, float, double) and returns its
-// result.
+// `dtype` (bool, int8_t, ..., Half, BFloat16, float, double, Complex64,
+// Complex128) and returns its result.
 template <typename F>
 decltype(auto) VisitDType(DType dtype, F&& f) {
   switch (dtype) {
@@ -89,6 +95,10 @@ decltype(auto) VisitDType(DType dtype, F&& f) {
       return f(TypeTag<BFloat16>{});
     case DType::kFloat32:
       return f(TypeTag<float>{});
+    case DType::kComplex64:
+      return f(TypeTag<Complex64>{});
+    case DType::kComplex128:
+      return f(TypeTag<Complex128>{});
     case DType::kFloat64:
       break;
   }
@@ -105,6 +115,8 @@ decltype(auto) VisitClass(ComputeClass cls, F&& f) {
       return f(TypeTag<int64_t>{});
     case ComputeClass::kUInt:
       return f(TypeTag<uint64_t>{});
+    case ComputeClass::kComplex:
+      return f(TypeTag<Complex128>{});
     case ComputeClass::kFloat:
       break;
   }
@@ -115,13 +127,18 @@ template <typename T>
 inline constexpr bool kIsNarrowFloat = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 template <typename T>
 inline constexpr bool kIsFloatStorage = std::is_floating_point_v<T> || kIsNarrowFloat<T>;
+template <typename T>
+inline constexpr bool kIsComplex = std::is_same_v<T, Complex64> || std::is_same_v<T, Complex128>;
 
-// The compute type of a storage type: bool, int64_t, uint64_t or double.
+// The compute type of a storage type: bool, int64_t, uint64_t, double or
+// Complex128.
 template <typename T>
 using ComputeOf = std::conditional_t<
     std::is_same_v<T, bool>, bool,
-    std::conditional_t<kIsFloatStorage<T>, double,
-                       std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>>;
+    std::conditional_t<
+        kIsComplex<T>, Complex128,
+        std::conditional_t<kIsFloatStorage<T>, double,
+                           std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>>>;
 
 // ---- Conversions (gpuflow's cast semantics) ---------------------------------
 
@@ -143,10 +160,24 @@ To SaturatingFloatToInt(double v) {
 // Converts one value between storage (or compute) types: to bool is != 0
 // (NaN is true); between integers wraps (two's complement); float to integer
 // saturates (SaturatingFloatToInt); into float16/bfloat16/float32 rounds once
-// to nearest even.
+// to nearest even. Complex to a real dtype takes the real part (NumPy's
+// ComplexWarning cast); to bool is (re != 0 or im != 0); a real value
+// becomes a complex one with a zero imaginary part.
 template <typename To, typename From>
 To ConvertValue(From v) {
-  if constexpr (kIsNarrowFloat<From>) {
+  if constexpr (kIsComplex<From> && !std::is_same_v<To, From>) {
+    if constexpr (kIsComplex<To>) {
+      using P = typename To::value_type;
+      return To(static_cast<P>(v.real()), static_cast<P>(v.imag()));
+    } else if constexpr (std::is_same_v<To, bool>) {
+      return v.real() != 0 || v.imag() != 0;
+    } else {
+      return ConvertValue<To>(static_cast<double>(v.real()));
+    }
+  } else if constexpr (kIsComplex<To> && !std::is_same_v<To, From>) {
+    using P = typename To::value_type;
+    return To(static_cast<P>(ConvertValue<double>(v)), P{0});
+  } else if constexpr (kIsNarrowFloat<From>) {
     return ConvertValue<To>(v.ToFloat());
   } else if constexpr (std::is_same_v<To, From>) {
     return v;
@@ -210,6 +241,8 @@ constexpr ComputeClass ClassOfCompute() {
     return ComputeClass::kInt;
   } else if constexpr (std::is_same_v<C, uint64_t>) {
     return ComputeClass::kUInt;
+  } else if constexpr (std::is_same_v<C, Complex128>) {
+    return ComputeClass::kComplex;
   } else {
     static_assert(std::is_same_v<C, double>);
     return ComputeClass::kFloat;
@@ -220,7 +253,7 @@ constexpr ComputeClass ClassOfCompute() {
 // rounds floats), staying in the compute type.
 template <typename C>
 C RoundToDType(C v, DType dtype) {
-  alignas(8) std::byte tmp[8];
+  alignas(16) std::byte tmp[16];
   GetStoreFn(ClassOfCompute<C>(), dtype)(&v, 1, tmp, 0, 0);
   C r;
   GetLoadFn(dtype, dtype)(tmp, 0, 0, 1, &r);
@@ -239,6 +272,25 @@ inline int64_t WrapMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
+// ---- Complex arithmetic as NumPy's loops do it -------------------------------
+
+// The schoolbook product (NumPy's; std::complex's operator* recovers
+// infinities as C99 Annex G does, which NumPy does not).
+inline Complex128 ComplexMul(Complex128 a, Complex128 b) {
+  return {a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()};
+}
+// Smith's division, as NumPy's complex divide (x / 0 is a complex inf or
+// NaN, part by part).
+Complex128 ComplexDiv(Complex128 a, Complex128 b);
+// NumPy's complex reciprocal, power (integer exponents below 100 by repeated
+// multiplication, 0 ** z NaN unless z is real and positive), sign (z / |z|,
+// NumPy 2), log1p and expm1 (host_complex.cc).
+Complex128 ComplexReciprocal(Complex128 z);
+Complex128 ComplexPow(Complex128 a, Complex128 b);
+Complex128 ComplexSign(Complex128 z);
+Complex128 ComplexLog1p(Complex128 z);
+Complex128 ComplexExpm1(Complex128 z);
+
 // a * b in a compute type: logical and for bool, wrapping for int64.
 template <typename C>
 C MultiplyInCompute(C a, C b) {
@@ -246,10 +298,24 @@ C MultiplyInCompute(C a, C b) {
     return a && b;
   } else if constexpr (std::is_same_v<C, int64_t>) {
     return WrapMul(a, b);
+  } else if constexpr (std::is_same_v<C, Complex128>) {
+    return ComplexMul(a, b);
   } else {
     return a * b;
   }
 }
+
+// NumPy's ordering of complex values (NumPy 2 sorts and compares them by
+// real part, then imaginary part; a NaN part compares false).
+inline bool ComplexGreater(Complex128 x, Complex128 y) {
+  return (x.real() > y.real() && !std::isnan(x.imag()) && !std::isnan(y.imag())) ||
+         (x.real() == y.real() && x.imag() > y.imag());
+}
+inline bool ComplexGreaterEqual(Complex128 x, Complex128 y) {
+  return (x.real() > y.real() && !std::isnan(x.imag()) && !std::isnan(y.imag())) ||
+         (x.real() == y.real() && x.imag() >= y.imag());
+}
+inline bool ComplexIsNaN(Complex128 x) { return std::isnan(x.real()) || std::isnan(x.imag()); }
 inline int64_t WrapNeg(int64_t a) {
   return static_cast<int64_t>(uint64_t{0} - static_cast<uint64_t>(a));
 }

@@ -22,6 +22,8 @@ C MulAdd(C acc, C a, C b) {
     return acc || (a && b);
   } else if constexpr (std::is_same_v<C, int64_t>) {
     return WrapAdd(acc, WrapMul(a, b));
+  } else if constexpr (std::is_same_v<C, Complex128>) {
+    return acc + ComplexMul(a, b);
   } else {
     return acc + a * b;
   }

@@ -38,8 +38,20 @@ template <typename C>
 bool IsNaN(C v) {
   if constexpr (std::is_same_v<C, double>) {
     return std::isnan(v);
+  } else if constexpr (std::is_same_v<C, Complex128>) {
+    return ComplexIsNaN(v);
   } else {
     return false;
+  }
+}
+
+// x > y; complex values by real, then imaginary part.
+template <typename C>
+bool Greater(C x, C y) {
+  if constexpr (std::is_same_v<C, Complex128>) {
+    return ComplexGreater(x, y);
+  } else {
+    return x > y;
   }
 }
 
@@ -48,7 +60,11 @@ bool IsNaN(C v) {
 template <typename C, bool kMax>
 C Extremum(C acc, C x) {
   if (IsNaN(acc)) return acc;
-  if constexpr (kMax) {
+  if constexpr (std::is_same_v<C, Complex128>) {
+    // NumPy's complex maximum keeps the first of equal values, and a NaN.
+    if (IsNaN(x)) return x;
+    return (kMax ? ComplexGreaterEqual(acc, x) : ComplexGreaterEqual(x, acc)) ? acc : x;
+  } else if constexpr (kMax) {
     return acc > x ? acc : x;
   } else {
     return acc < x ? acc : x;
@@ -99,7 +115,7 @@ struct ArgAcc {
   int64_t index = 0;
   void Consider(C x, int64_t i) {
     bool take = !has;
-    if (!take && !IsNaN(value)) take = IsNaN(x) || (kMax ? x > value : x < value);
+    if (!take && !IsNaN(value)) take = IsNaN(x) || (kMax ? Greater(x, value) : Greater(value, x));
     if (take) {
       has = true;
       value = x;
@@ -125,14 +141,20 @@ struct TruthAcc {
   }
 };
 
-// Sum of squared deviations from a known mean (var's second pass).
+// Sum of squared deviations |x - mean|^2 from a known mean (var's second
+// pass), for double or complex values.
+template <typename C>
 struct SquaredDeviationAcc {
-  double mean = 0;
+  C mean = C{0};
   double value = 0;
-  void Add(const double* v, int64_t n, int64_t /*first*/) {
+  void Add(const C* v, int64_t n, int64_t /*first*/) {
     for (int64_t i = 0; i < n; ++i) {
-      const double d = v[i] - mean;
-      value += d * d;
+      const C d = v[i] - mean;
+      if constexpr (std::is_same_v<C, Complex128>) {
+        value += d.real() * d.real() + d.imag() * d.imag();
+      } else {
+        value += d * d;
+      }
     }
   }
   void Merge(const SquaredDeviationAcc& later) { value += later.value; }
@@ -313,6 +335,12 @@ absl::Status RunSumProdMean(const ReducePlan& plan, const std::string& name, DTy
       StoreResults<C>(sums, value, out);
       return absl::OkStatus();
     }
+    if constexpr (std::is_same_v<C, Complex128>) {
+      const double n = static_cast<double>(plan.inner_size);
+      StoreResults<C>(
+          sums, [&](const SumAcc<C>& acc) { return acc.value / n; }, out);
+      return absl::OkStatus();
+    }
     // mean: the sum (in double for floats; wrapped to the compute dtype for
     // integers, as NumPy's sum with that dtype) divided in double.
     const double count = static_cast<double>(plan.inner_size);
@@ -321,6 +349,8 @@ absl::Status RunSumProdMean(const ReducePlan& plan, const std::string& name, DTy
         [&](const SumAcc<C>& acc) {
           if constexpr (std::is_same_v<C, double>) {
             return acc.value / count;
+          } else if constexpr (std::is_same_v<C, Complex128>) {
+            return 0.0;  // not reached: complex means are stored above
           } else {
             return static_cast<double>(RoundToDType(acc.value, compute)) / count;
           }
@@ -330,26 +360,36 @@ absl::Status RunSumProdMean(const ReducePlan& plan, const std::string& name, DTy
   });
 }
 
-absl::Status RunVariance(const ReducePlan& plan, bool take_sqrt, double ddof, DType compute,
-                         const HostView& out, const HostKernelOptions& options) {
-  if (ClassOf(compute) != ComputeClass::kFloat) return NotForDType("var", compute);
+// var/std in compute type C (double, or Complex128 for complex inputs, whose
+// variance is the real mean of |x - mean|^2).
+template <typename C>
+absl::Status VarianceIn(const ReducePlan& plan, bool take_sqrt, double ddof, DType compute,
+                        const HostView& out, const HostKernelOptions& options) {
   const double count = static_cast<double>(plan.inner_size);
-  std::vector<SumAcc<double>> sums =
-      Reduce<double, SumAcc<double>>(plan, compute, Default<SumAcc<double>>, options);
-  std::vector<SquaredDeviationAcc> ssd = Reduce<double, SquaredDeviationAcc>(
-      plan, compute, [&](int64_t o) { return SquaredDeviationAcc{.mean = sums[o].value / count}; },
-      options);
+  std::vector<SumAcc<C>> sums = Reduce<C, SumAcc<C>>(plan, compute, Default<SumAcc<C>>, options);
+  std::vector<SquaredDeviationAcc<C>> ssd = Reduce<C, SquaredDeviationAcc<C>>(
+      plan, compute,
+      [&](int64_t o) { return SquaredDeviationAcc<C>{.mean = sums[o].value / count}; }, options);
   // As NumPy: divided by max(n - ddof, 0), so no degrees of freedom give
   // inf (or NaN for a zero sum).
   const double dof = std::max(count - ddof, 0.0);
   StoreResults<double>(
       ssd,
-      [&](const SquaredDeviationAcc& acc) {
+      [&](const SquaredDeviationAcc<C>& acc) {
         const double var = acc.value / dof;
         return take_sqrt ? std::sqrt(var) : var;
       },
       out);
   return absl::OkStatus();
+}
+
+absl::Status RunVariance(const ReducePlan& plan, bool take_sqrt, double ddof, DType compute,
+                         const HostView& out, const HostKernelOptions& options) {
+  if (ClassOf(compute) == ComputeClass::kComplex) {
+    return VarianceIn<Complex128>(plan, take_sqrt, ddof, compute, out, options);
+  }
+  if (ClassOf(compute) != ComputeClass::kFloat) return NotForDType("var", compute);
+  return VarianceIn<double>(plan, take_sqrt, ddof, compute, out, options);
 }
 
 absl::Status RunLogSumExp(const ReducePlan& plan, DType compute, const HostView& out,

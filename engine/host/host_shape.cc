@@ -241,7 +241,7 @@ absl::Status RunGather(const ValidatedNode& node, absl::Span<const HostConstView
   const int64_t index_size = ItemSize(idx.dtype);
   return VisitDType(idx.dtype, [&](auto tag) -> absl::Status {
     using I = typename decltype(tag)::type;
-    if constexpr (kIsFloatStorage<I>) {
+    if constexpr (kIsFloatStorage<I> || kIsComplex<I>) {
       return absl::InvalidArgumentError("float indices");
     } else {
       const int64_t n = idx.shape.num_elements();

@@ -296,6 +296,10 @@ const char* KernelCTypeName(DType dtype) {
       return "float";
     case DType::kFloat64:
       return "double";
+    case DType::kComplex64:
+      return "cuda::std::complex<float>";
+    case DType::kComplex128:
+      return "cuda::std::complex<double>";
   }
   return "void";
 }

@@ -20,6 +20,8 @@ constexpr std::array<DTypeInfo, kNumDTypes> kDTypes = {{
     {DType::kBFloat16, "bfloat16", 2, DTypeKind::kFloat},
     {DType::kFloat32, "float32", 4, DTypeKind::kFloat},
     {DType::kFloat64, "float64", 8, DTypeKind::kFloat},
+    {DType::kComplex64, "complex64", 8, DTypeKind::kComplex},
+    {DType::kComplex128, "complex128", 16, DTypeKind::kComplex},
 }};
 
 constexpr bool TableMatchesEnum() {

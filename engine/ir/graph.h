@@ -27,14 +27,16 @@ namespace gpuflow {
 
 // A Python-style scalar literal. Without `dtype` it is "weak" (NumPy 2):
 // `int8_array + 1` stays int8. With `dtype` it is a strong 0-d array of that
-// dtype (numpy.float32(2.0)).
+// dtype (numpy.float32(2.0)). A complex scalar keeps its real part in
+// float_value and its imaginary part in imag_value.
 struct Scalar {
-  enum class Kind : uint8_t { kBool, kInt, kUInt, kFloat };
+  enum class Kind : uint8_t { kBool, kInt, kUInt, kFloat, kComplex };
   Kind kind = Kind::kInt;
   bool bool_value = false;
   int64_t int_value = 0;
   uint64_t uint_value = 0;
   double float_value = 0;
+  double imag_value = 0;
   std::optional<DType> dtype;
 
   static Scalar Bool(bool v) {
@@ -59,6 +61,13 @@ struct Scalar {
     Scalar s;
     s.kind = Kind::kFloat;
     s.float_value = v;
+    return s;
+  }
+  static Scalar Complex(double real, double imag) {
+    Scalar s;
+    s.kind = Kind::kComplex;
+    s.float_value = real;
+    s.imag_value = imag;
     return s;
   }
 };

@@ -41,6 +41,8 @@ absl::StatusOr<InferredNode> InferArange(Inputs, AttrMap& attrs) {
   const bool all_ints = is_int("start") && is_int("stop") && is_int("step");
   const DType dtype =
       Get<DType>(attrs, "dtype").value_or(all_ints ? DType::kInt64 : DType::kFloat64);
+  if (IsComplex(dtype))
+    return Invalid("arange of complex dtype ", DTypeName(dtype), " is not supported");
   int64_t length = 0;
   if (all_ints) {
     // Exact, as Python computes len(range(start, stop, step)).

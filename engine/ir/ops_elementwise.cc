@@ -5,6 +5,8 @@
 //    `x != 0`). NumPy picks a same-dtype loop when both inputs share a dtype,
 //    which gives the same results.
 //  - isnan/isinf compute in the input dtype (NumPy's loops).
+//  - abs, real, imag and angle of a complex input compute in that complex
+//    dtype and return its real dtype (complex64 -> float32).
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +30,8 @@ std::string Describe(const ValueType& t) {
       return "Python bool";
     case DTypeKind::kFloat:
       return "Python float";
+    case DTypeKind::kComplex:
+      return "Python complex";
     default:
       return "Python int";
   }
@@ -47,13 +51,29 @@ enum class UnaryRule {
   kPredicate,    // bool, computed in the input dtype
   kLogical,      // bool, computed in bool
   kIntegerOnly,  // same dtype; ints and bool only
+  kRealPart,     // the real dtype of a complex input, computed in it; others keep theirs
+  kAngle,        // real dtype of complex; for real x as arctan2(0, x)
 };
 
-InferFn UnaryInfer(std::string op, UnaryRule rule, std::string bool_hint = "") {
-  return [op = std::move(op), rule, bool_hint = std::move(bool_hint)](
+// Whether an op takes complex inputs (NumPy defines a complex loop for it).
+enum class Complex : bool { kRefused, kAccepted };
+
+// "floor is not supported for complex64": the error of an op without a
+// complex loop (NumPy: "ufunc 'floor' not supported for the input types").
+absl::Status ComplexRefused(absl::string_view op, Inputs in) {
+  for (const ValueType& t : in) {
+    if (IsComplex(t.dtype)) return Invalid(op, " is not supported for ", Describe(t));
+  }
+  return Invalid(op, " is not supported for complex inputs");
+}
+
+InferFn UnaryInfer(std::string op, UnaryRule rule, std::string bool_hint = "",
+                   Complex complex = Complex::kAccepted) {
+  return [op = std::move(op), rule, bool_hint = std::move(bool_hint), complex](
              Inputs in, AttrMap&) -> absl::StatusOr<InferredNode> {
     GPUFLOW_IR_ASSIGN_OR_RETURN(const DType d, PromoteTypes(in));
     const Shape& shape = in[0].shape;
+    if (IsComplex(d) && complex == Complex::kRefused) return ComplexRefused(op, in);
     switch (rule) {
       case UnaryRule::kSame:
         return Inferred(d, shape, d);
@@ -73,9 +93,18 @@ InferFn UnaryInfer(std::string op, UnaryRule rule, std::string bool_hint = "") {
       case UnaryRule::kLogical:
         return Inferred(DType::kBool, shape, DType::kBool);
       case UnaryRule::kIntegerOnly:
-        if (IsFloat(d))
+        if (IsFloat(d) || IsComplex(d))
           return Invalid(op, " requires an integer or bool input, got ", Describe(in[0]));
         return Inferred(d, shape, d);
+      case UnaryRule::kRealPart:
+        return Inferred(RealDType(d), shape, d);
+      case UnaryRule::kAngle: {
+        if (IsComplex(d)) return Inferred(RealDType(d), shape, d);
+        // numpy.angle(x) of a real x is arctan2(0, x).
+        const ValueType loop[] = {WeakIntType(), in[0]};
+        GPUFLOW_IR_ASSIGN_OR_RETURN(const DType out, FloatLoopDType(loop));
+        return Inferred(out, shape, out);
+      }
     }
     return Invalid("unhandled rule");
   };
@@ -92,11 +121,15 @@ enum class BinaryRule {
   kIntegerOnly,  // promoted; ints and bool only
 };
 
-InferFn BinaryInfer(std::string op, BinaryRule rule, std::string bool_hint = "") {
-  return [op = std::move(op), rule, bool_hint = std::move(bool_hint)](
+InferFn BinaryInfer(std::string op, BinaryRule rule, std::string bool_hint = "",
+                    Complex complex = Complex::kAccepted) {
+  return [op = std::move(op), rule, bool_hint = std::move(bool_hint), complex](
              Inputs in, AttrMap&) -> absl::StatusOr<InferredNode> {
     GPUFLOW_IR_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(in[0].shape, in[1].shape));
     GPUFLOW_IR_ASSIGN_OR_RETURN(const DType p, PromoteTypes(in));
+    if (IsComplex(p) && complex == Complex::kRefused && rule != BinaryRule::kIntegerOnly) {
+      return ComplexRefused(op, in);
+    }
     switch (rule) {
       case BinaryRule::kPromote:
         return Inferred(p, std::move(shape), p);
@@ -104,7 +137,7 @@ InferFn BinaryInfer(std::string op, BinaryRule rule, std::string bool_hint = "")
         if (p == DType::kBool) return Invalid(op, " is not supported for bool", bool_hint);
         return Inferred(p, std::move(shape), p);
       case BinaryRule::kTrueDivide: {
-        const DType out = IsFloat(p) ? p : DType::kFloat64;
+        const DType out = IsFloat(p) || IsComplex(p) ? p : DType::kFloat64;
         return Inferred(out, std::move(shape), out);
       }
       case BinaryRule::kBoolToInt8: {
@@ -120,9 +153,10 @@ InferFn BinaryInfer(std::string op, BinaryRule rule, std::string bool_hint = "")
       case BinaryRule::kLogical:
         return Inferred(DType::kBool, std::move(shape), DType::kBool);
       case BinaryRule::kIntegerOnly:
-        if (IsFloat(p)) {
+        if (IsFloat(p) || IsComplex(p)) {
+          const auto inexact = [](DType t) { return IsFloat(t) || IsComplex(t); };
           return Invalid(op, " requires integer or bool inputs, got ", DescribeAll(in),
-                         IsFloat(in[0].dtype) || IsFloat(in[1].dtype)
+                         inexact(in[0].dtype) || inexact(in[1].dtype)
                              ? ""
                              : absl::StrCat(" (which promote to ", DTypeName(p), ")"));
         }
@@ -159,18 +193,20 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                          std::move(infer)));
   };
   const auto unary = [&](const std::string& name, UnaryRule rule, std::string doc,
-                         std::string bool_hint = "") {
-    elementwise(name, 1, std::move(doc), UnaryInfer(name, rule, std::move(bool_hint)));
+                         std::string bool_hint = "", Complex complex = Complex::kAccepted) {
+    elementwise(name, 1, std::move(doc), UnaryInfer(name, rule, std::move(bool_hint), complex));
   };
   const auto binary = [&](const std::string& name, BinaryRule rule, std::string doc,
-                          std::string bool_hint = "") {
-    elementwise(name, 2, std::move(doc), BinaryInfer(name, rule, std::move(bool_hint)));
+                          std::string bool_hint = "", Complex complex = Complex::kAccepted) {
+    elementwise(name, 2, std::move(doc), BinaryInfer(name, rule, std::move(bool_hint), complex));
   };
+  constexpr Complex kNoComplex = Complex::kRefused;
 
   // Unary elementwise.
   unary("neg", UnaryRule::kSameNoBool, "-x; same dtype", "; use logical_not");
-  unary("abs", UnaryRule::kSame, "|x|; same dtype");
-  unary("sign", UnaryRule::kSameNoBool, "-1, 0 or 1 (NaN for NaN); same dtype");
+  unary("abs", UnaryRule::kRealPart, "|x|; same dtype (complex: its real dtype, hypot(re, im))");
+  unary("sign", UnaryRule::kSameNoBool,
+        "-1, 0 or 1 (NaN for NaN); same dtype; complex: x / |x| (0 for 0), as NumPy 2");
   unary("square", UnaryRule::kBoolToInt8, "x * x; same dtype (bool -> int8)");
   for (const auto& [name, what] :
        std::vector<std::pair<std::string, std::string>>{{"sqrt", "square root"},
@@ -181,22 +217,37 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                                                         {"expm1", "e^x - 1"},
                                                         {"sin", "sine"},
                                                         {"cos", "cosine"},
-                                                        {"tanh", "hyperbolic tangent"},
-                                                        {"sigmoid", "1 / (1 + e^-x)"},
+                                                        {"tanh", "hyperbolic tangent"}}) {
+    unary(name, UnaryRule::kFloat, what + kFloatResultDoc + "; complex keeps its dtype");
+  }
+  for (const auto& [name, what] :
+       std::vector<std::pair<std::string, std::string>>{{"sigmoid", "1 / (1 + e^-x)"},
                                                         {"gelu", "x * Phi(x) (exact, with erf)"},
                                                         {"erf", "error function"}}) {
-    unary(name, UnaryRule::kFloat, what + kFloatResultDoc);
+    unary(name, UnaryRule::kFloat, what + kFloatResultDoc + "; not for complex", "", kNoComplex);
   }
-  unary("floor", UnaryRule::kSameNoBool, "largest integer <= x; same dtype (ints unchanged)");
-  unary("ceil", UnaryRule::kSameNoBool, "smallest integer >= x; same dtype (ints unchanged)");
-  unary("round", UnaryRule::kSameNoBool, "round half to even; same dtype (ints unchanged)");
-  unary("relu", UnaryRule::kSameNoBool, "maximum(x, 0); same dtype");
+  unary("floor", UnaryRule::kSameNoBool,
+        "largest integer <= x; same dtype (ints unchanged); not for complex", "", kNoComplex);
+  unary("ceil", UnaryRule::kSameNoBool,
+        "smallest integer >= x; same dtype (ints unchanged); not for complex", "", kNoComplex);
+  unary("round", UnaryRule::kSameNoBool,
+        "round half to even; same dtype (ints unchanged; complex: both parts)");
+  unary("relu", UnaryRule::kSameNoBool, "maximum(x, 0); same dtype; not for complex", "",
+        kNoComplex);
   unary("reciprocal", UnaryRule::kBoolToInt8,
         "1 / x; same dtype (bool -> int8); for ints truncated, 0 for x == 0");
   unary("isnan", UnaryRule::kPredicate, "x is NaN; bool");
   unary("isinf", UnaryRule::kPredicate, "x is +-inf; bool");
   unary("logical_not", UnaryRule::kLogical, "x == 0; bool");
   unary("bitwise_not", UnaryRule::kIntegerOnly, "~x; ints and bool (logical not)");
+  unary("real", UnaryRule::kRealPart,
+        "real part; complex -> its real dtype (complex64 -> float32), others unchanged");
+  unary("imag", UnaryRule::kRealPart,
+        "imaginary part; complex -> its real dtype, others: zeros of their dtype");
+  unary("conj", UnaryRule::kSame, "complex conjugate; same dtype (real inputs unchanged)");
+  unary("angle", UnaryRule::kAngle,
+        "argument arctan2(imag, real) in radians; complex -> its real dtype, real x as "
+        "arctan2(0, x)");
 
   // Binary elementwise.
   binary("add", BinaryRule::kPromote, "x + y; promoted dtype (bool: logical or)");
@@ -206,17 +257,25 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
          "true division x / y; the promoted float dtype, float64 for ints and bool");
   binary("floordiv", BinaryRule::kBoolToInt8,
          "floor(x / y) as numpy.floor_divide; promoted dtype (bool -> int8); int division by "
-         "zero gives 0");
+         "zero gives 0; not for complex",
+         "", kNoComplex);
   binary("mod", BinaryRule::kBoolToInt8,
          "x mod y with the sign of y, as numpy.remainder; promoted dtype (bool -> int8); int "
-         "division by zero gives 0");
+         "division by zero gives 0; not for complex",
+         "", kNoComplex);
   binary("pow", BinaryRule::kBoolToInt8,
          "x ** y; promoted dtype (bool -> int8); an int to a negative literal int power is an "
          "error");
-  binary("maximum", BinaryRule::kPromote, "larger of x and y (NaN propagates); promoted dtype");
-  binary("minimum", BinaryRule::kPromote, "smaller of x and y (NaN propagates); promoted dtype");
+  binary("maximum", BinaryRule::kPromote,
+         "larger of x and y (NaN propagates); promoted dtype; complex ordered by real, then "
+         "imaginary part");
+  binary("minimum", BinaryRule::kPromote,
+         "smaller of x and y (NaN propagates); promoted dtype; complex ordered by real, then "
+         "imaginary part");
   binary("atan2", BinaryRule::kFloat,
-         "arctangent of x / y; the smallest float dtype both inputs convert to safely");
+         "arctangent of x / y; the smallest float dtype both inputs convert to safely; not for "
+         "complex",
+         "", kNoComplex);
   for (const auto& [name, what] :
        std::vector<std::pair<std::string, std::string>>{{"eq", "x == y"},
                                                         {"ne", "x != y"},
@@ -224,7 +283,8 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                                                         {"le", "x <= y"},
                                                         {"gt", "x > y"},
                                                         {"ge", "x >= y"}}) {
-    binary(name, BinaryRule::kCompare, what + "; bool, compared in the promoted dtype");
+    binary(name, BinaryRule::kCompare,
+           what + "; bool, compared in the promoted dtype (complex: by real, then imaginary part)");
   }
   binary("logical_and", BinaryRule::kLogical, "x != 0 and y != 0; bool");
   binary("logical_or", BinaryRule::kLogical, "x != 0 or y != 0; bool");

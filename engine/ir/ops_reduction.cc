@@ -36,6 +36,7 @@ DType SumDType(DType dtype) {
     case DTypeKind::kUnsigned:
       return DType::kUInt64;
     case DTypeKind::kFloat:
+    case DTypeKind::kComplex:
       return dtype;
   }
   return dtype;
@@ -43,6 +44,7 @@ DType SumDType(DType dtype) {
 
 // mean/var/std: output dtype and accumulator dtype.
 std::pair<DType, DType> MeanDTypes(DType dtype) {
+  if (IsComplex(dtype)) return {dtype, dtype};
   if (!IsFloat(dtype)) return {DType::kFloat64, DType::kFloat64};
   if (dtype == DType::kFloat16 || dtype == DType::kBFloat16) return {dtype, DType::kFloat32};
   return {dtype, dtype};
@@ -75,13 +77,19 @@ InferFn ReductionInfer(std::string op, ReductionRule rule) {
           if (!std::isfinite(ddof)) return Invalid("ddof must be finite, got ", ddof);
           attrs["ddof"] = ddof;
         }
-        if (dtype.has_value()) return Inferred(*dtype, std::move(out_shape), *dtype);
+        if (dtype.has_value()) {
+          // var/std of complex values are real: the mean of |x - mean|^2.
+          const DType out = rule == ReductionRule::kVariance ? RealDType(*dtype) : *dtype;
+          return Inferred(out, std::move(out_shape), *dtype);
+        }
         const auto [out, compute] = MeanDTypes(d);
-        return Inferred(out, std::move(out_shape), compute);
+        return Inferred(rule == ReductionRule::kVariance ? RealDType(out) : out,
+                        std::move(out_shape), compute);
       }
       case ReductionRule::kAnyAll:
         return Inferred(DType::kBool, std::move(out_shape), DType::kBool);
       case ReductionRule::kLogSumExp: {
+        if (IsComplex(d)) return Invalid(op, " is not supported for ", DTypeName(d));
         const DType out = FloatResultDType(d);
         return Inferred(out, std::move(out_shape), out);
       }
@@ -118,6 +126,9 @@ absl::StatusOr<InferredNode> InferSoftmax(Inputs in, AttrMap& attrs) {
       const int64_t axis,
       NormalizeAxis(Get<int64_t>(attrs, "axis").value_or(-1), in[0].shape.rank()));
   attrs["axis"] = axis;
+  if (IsComplex(in[0].dtype)) {
+    return Invalid("softmax and log_softmax are not supported for ", DTypeName(in[0].dtype));
+  }
   const DType out = FloatResultDType(in[0].dtype);
   return Inferred(out, in[0].shape, out);
 }
@@ -160,9 +171,10 @@ void AddReductionOps(std::vector<OpDef>& ops) {
   const AttrDef ddof_attr =
       Attr("ddof", AttrType::kFloat, false, "delta degrees of freedom (default 0)");
   reduction("var", ReductionRule::kVariance, {axes_attr, keepdims_attr, ddof_attr},
-            "variance; ints and bool -> float64, floats keep theirs");
+            "variance; ints and bool -> float64, floats keep theirs, complex -> its real dtype");
   reduction("std", ReductionRule::kVariance, {axes_attr, keepdims_attr, ddof_attr},
-            "standard deviation; ints and bool -> float64, floats keep theirs");
+            "standard deviation; ints and bool -> float64, floats keep theirs, complex -> its real "
+            "dtype");
   reduction("any", ReductionRule::kAnyAll, {axes_attr, keepdims_attr}, "any x != 0; bool");
   reduction("all", ReductionRule::kAnyAll, {axes_attr, keepdims_attr}, "all x != 0; bool");
   reduction("logsumexp", ReductionRule::kLogSumExp, {axes_attr, keepdims_attr},

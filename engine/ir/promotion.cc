@@ -71,12 +71,15 @@ int KindRank(DTypeKind kind) {
       return 1;
     case DTypeKind::kFloat:
       return 2;
+    case DTypeKind::kComplex:
+      return 3;
   }
   return 0;
 }
 
 // NumPy's type numbers ordered (bool, int8, uint8, int16, uint16, int32,
-// uint32, int64, uint64, float32, float64, float16); bfloat16, a user dtype in
+// uint32, int64, uint64, float32, float64, complex64, complex128, float16);
+// bfloat16, a user dtype in
 // NumPy's world (ml_dtypes), comes last.
 int NumpyTypeOrder(DType dtype) {
   switch (dtype) {
@@ -102,6 +105,10 @@ int NumpyTypeOrder(DType dtype) {
       return 11;
     case DType::kFloat64:
       return 12;
+    case DType::kComplex64:
+      return 14;
+    case DType::kComplex128:
+      return 15;
     case DType::kFloat16:
       return 23;
     case DType::kBFloat16:
@@ -154,6 +161,12 @@ DType PromoteDTypes(DType a, DType b) {
   const DTypeKind kb = KindOf(b);
   if (ka == DTypeKind::kBool) return b;
   if (kb == DTypeKind::kBool) return a;
+  // A complex dtype with anything: the complex dtype of the promotion of its
+  // real part with the other's (real part): complex64 with int16 or float32
+  // stays complex64, with int32, int64 or float64 becomes complex128.
+  if (ka == DTypeKind::kComplex || kb == DTypeKind::kComplex) {
+    return ComplexDType(PromoteDTypes(RealDType(a), RealDType(b)));
+  }
   if (ka == DTypeKind::kFloat && kb == DTypeKind::kFloat) return PromoteFloats(a, b);
   if (ka == DTypeKind::kFloat) return PromoteIntWithFloat(b, a);
   if (kb == DTypeKind::kFloat) return PromoteIntWithFloat(a, b);
@@ -183,6 +196,9 @@ absl::StatusOr<DType> PromoteTypes(absl::Span<const ValueType> types) {
       if (!t.weak) strong = PromoteDTypes(strong, t.dtype);
     }
     if (KindRank(KindOf(strong)) >= weak_rank) return strong;
+    // A Python complex with a float array: that float's complex dtype
+    // (float32 + 1j is complex64, float16 + 1j too).
+    if (weak_rank == 3 && IsFloat(strong)) return ComplexDType(strong);
   }
   // A weak scalar of a higher kind than every array: that kind's default.
   switch (weak_rank) {
@@ -190,13 +206,15 @@ absl::StatusOr<DType> PromoteTypes(absl::Span<const ValueType> types) {
       return DType::kBool;
     case 1:
       return DType::kInt64;
-    default:
+    case 2:
       return DType::kFloat64;
+    default:
+      return DType::kComplex128;
   }
 }
 
 DType FloatResultDType(DType dtype) {
-  if (IsFloat(dtype)) return dtype;
+  if (IsFloat(dtype) || IsComplex(dtype)) return dtype;
   return MinFloatFor(dtype);
 }
 
@@ -214,7 +232,10 @@ absl::StatusOr<DType> FloatLoopDType(absl::Span<const ValueType> types) {
     if (t.weak) {
       const int rank = KindRank(KindOf(t.dtype));
       if (rank <= strong_rank) continue;
-      d = rank == 0 ? DType::kBool : rank == 1 ? DType::kInt64 : DType::kFloat64;
+      d = rank == 0   ? DType::kBool
+          : rank == 1 ? DType::kInt64
+          : rank == 2 ? DType::kFloat64
+                      : DType::kComplex128;
     }
     if (!IsFloat(d) && ItemSize(d) == 1) continue;
     const DType f = FloatResultDType(d);
@@ -229,6 +250,9 @@ absl::Status CheckIntFitsDType(uint64_t value, DType dtype) { return CheckIntFit
 ValueType WeakIntType() { return {.dtype = DType::kInt64, .shape = Shape(), .weak = true}; }
 ValueType WeakUIntType() { return {.dtype = DType::kUInt64, .shape = Shape(), .weak = true}; }
 ValueType WeakFloatType() { return {.dtype = DType::kFloat64, .shape = Shape(), .weak = true}; }
+ValueType WeakComplexType() {
+  return {.dtype = DType::kComplex128, .shape = Shape(), .weak = true};
+}
 ValueType WeakBoolType() { return {.dtype = DType::kBool, .shape = Shape(), .weak = true}; }
 
 }  // namespace gpuflow

@@ -26,8 +26,10 @@ namespace gpuflow {
 // (int64 + uint64 -> float64, int8 + float16 -> float16, ...); bfloat16
 // promotes with float16 to float32, keeps itself with bool, int8 and uint8,
 // and otherwise behaves like float16 (int16 -> float32, wider ints ->
-// float64, float32 -> float32). Commutative, but (as in NumPy) not
-// associative: use PromoteTypes for more than two dtypes.
+// float64, float32 -> float32). A complex dtype with any other gives the
+// complex dtype of the promotion of the real parts (complex64 + int16 or
+// float32 -> complex64; + int32, int64 or float64 -> complex128). Commutative, but (as in NumPy)
+// not associative: use PromoteTypes for more than two dtypes.
 DType PromoteDTypes(DType a, DType b);
 
 // numpy.result_type under NumPy 2 rules for the dtypes of `types` (shapes are
@@ -35,7 +37,9 @@ DType PromoteDTypes(DType a, DType b);
 // one with the highest NumPy type number first, so int8, uint8, float16 gives
 // float16 (pairwise left to right would give float32). Weak values (Python scalars,
 // ValueType::weak) only contribute their kind: a weak int keeps an int or float dtype, a weak float
-// keeps a float dtype and turns bool or int into float64, a weak bool changes nothing. Without any
+// keeps a float dtype and turns bool or int into float64, a weak complex keeps a complex dtype,
+// turns a float dtype into its complex one (float32 or float16 + 1j -> complex64) and bool or
+// int into complex128, a weak bool changes nothing. Without any
 // strong value the result is the default dtype of the highest kind: int64 for ints (whether the
 // scalar was stored as int64 or uint64), float64 for floats, bool for bools. Whether a weak int's
 // value fits the result is not checked here (see CheckIntFitsDType). INVALID_ARGUMENT when `types`
@@ -43,7 +47,7 @@ DType PromoteDTypes(DType a, DType b);
 absl::StatusOr<DType> PromoteTypes(absl::Span<const ValueType> types);
 
 // The dtype NumPy's float ufuncs (numpy.sqrt, exp, sin, ...) compute and
-// return for an input dtype: floats keep theirs; bool, int8 and uint8 give
+// return for an input dtype: floats and complex keep theirs; bool, int8 and uint8 give
 // float16; int16 and uint16 give float32; wider ints give float64.
 DType FloatResultDType(DType dtype);
 
@@ -67,11 +71,12 @@ absl::Status CheckIntFitsDType(int64_t value, DType dtype);
 absl::Status CheckIntFitsDType(uint64_t value, DType dtype);
 
 // The types of weak Python scalars, as validation gives them to literals:
-// 0-d with dtype int64 (int), float64 (float) or bool. A Python int above
+// 0-d with dtype int64 (int), float64 (float), complex128 (complex) or bool. A Python int above
 // INT64_MAX is a weak uint64.
 ValueType WeakIntType();
 ValueType WeakUIntType();
 ValueType WeakFloatType();
+ValueType WeakComplexType();
 ValueType WeakBoolType();
 
 }  // namespace gpuflow

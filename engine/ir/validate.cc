@@ -89,6 +89,20 @@ uint64_t FloatBits(DType dtype, uint64_t v) {
   }
 }
 
+// A 0-d complex64 or complex128 literal.
+LiteralArray ComplexLiteral(DType dtype, double real, double imag) {
+  LiteralArray literal{.dtype = dtype, .shape = Shape(), .bytes = {}};
+  literal.bytes.resize(ItemSize(dtype));
+  if (dtype == DType::kComplex64) {
+    const float parts[2] = {static_cast<float>(real), static_cast<float>(imag)};
+    std::memcpy(literal.bytes.data(), parts, sizeof(parts));
+  } else {
+    const double parts[2] = {real, imag};
+    std::memcpy(literal.bytes.data(), parts, sizeof(parts));
+  }
+  return literal;
+}
+
 LiteralArray ZeroDLiteral(DType dtype, uint64_t bits) {
   LiteralArray literal{.dtype = dtype, .shape = Shape(), .bytes = {}};
   literal.bytes.resize(ItemSize(dtype));
@@ -139,10 +153,48 @@ absl::StatusOr<std::pair<LiteralArray, ValueType>> ScalarLiteral(const Scalar& s
         type = WeakFloatType();
         literal = ZeroDLiteral(DType::kFloat64, std::bit_cast<uint64_t>(s.float_value));
         break;
+      case Scalar::Kind::kComplex:
+        type = WeakComplexType();
+        literal = ComplexLiteral(DType::kComplex128, s.float_value, s.imag_value);
+        break;
     }
     return std::make_pair(std::move(literal), std::move(type));
   }
   const DType dtype = *s.dtype;
+  const ValueType strong{.dtype = dtype, .shape = Shape(), .weak = false};
+  if (IsComplex(dtype)) {
+    double real = 0;
+    switch (s.kind) {
+      case Scalar::Kind::kBool:
+        real = s.bool_value ? 1 : 0;
+        break;
+      case Scalar::Kind::kInt:
+        real = static_cast<double>(s.int_value);
+        break;
+      case Scalar::Kind::kUInt:
+        real = static_cast<double>(s.uint_value);
+        break;
+      case Scalar::Kind::kFloat:
+      case Scalar::Kind::kComplex:
+        real = s.float_value;
+        break;
+    }
+    const double imag = s.kind == Scalar::Kind::kComplex ? s.imag_value : 0.0;
+    return std::make_pair(ComplexLiteral(dtype, real, imag), strong);
+  }
+  if (s.kind == Scalar::Kind::kComplex) {
+    // NumPy: numpy.bool_(1j) is True; numpy.float32(1j) is a TypeError.
+    if (dtype != DType::kBool) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot convert a complex scalar to ", DTypeName(dtype)));
+    }
+    return std::make_pair(
+        ZeroDLiteral(dtype, (s.float_value != 0 || s.imag_value != 0 || std::isnan(s.float_value) ||
+                             std::isnan(s.imag_value))
+                                ? 1
+                                : 0),
+        strong);
+  }
   uint64_t bits = 0;
   switch (KindOf(dtype)) {
     case DTypeKind::kBool:
@@ -157,6 +209,7 @@ absl::StatusOr<std::pair<LiteralArray, ValueType>> ScalarLiteral(const Scalar& s
           bits = s.uint_value != 0;
           break;
         case Scalar::Kind::kFloat:
+        case Scalar::Kind::kComplex:
           bits = s.float_value != 0 || std::isnan(s.float_value);
           break;
       }
@@ -175,7 +228,8 @@ absl::StatusOr<std::pair<LiteralArray, ValueType>> ScalarLiteral(const Scalar& s
           GPUFLOW_IR_RETURN_IF_ERROR(CheckIntFitsDType(s.uint_value, dtype));
           bits = s.uint_value;
           break;
-        case Scalar::Kind::kFloat: {
+        case Scalar::Kind::kFloat:
+        case Scalar::Kind::kComplex: {
           GPUFLOW_IR_ASSIGN_OR_RETURN(bits, FloatToIntegerBits(s.float_value, dtype));
           break;
         }
@@ -193,13 +247,15 @@ absl::StatusOr<std::pair<LiteralArray, ValueType>> ScalarLiteral(const Scalar& s
           bits = FloatBits(dtype, s.uint_value);
           break;
         case Scalar::Kind::kFloat:
+        case Scalar::Kind::kComplex:
           bits = FloatBits(dtype, s.float_value);
           break;
       }
       break;
+    case DTypeKind::kComplex:
+      break;  // handled above
   }
-  return std::make_pair(ZeroDLiteral(dtype, bits),
-                        ValueType{.dtype = dtype, .shape = Shape(), .weak = false});
+  return std::make_pair(ZeroDLiteral(dtype, bits), strong);
 }
 
 namespace {
@@ -480,7 +536,7 @@ class Validator {
         }
       }
       if (v.op->name == "pow" && i == 1 && !IsFloat(v.type.output.dtype) &&
-          LiteralHasNegative(literal)) {
+          !IsComplex(v.type.output.dtype) && LiteralHasNegative(literal)) {
         return absl::InvalidArgumentError(
             "integers to negative integer powers are not allowed (the exponent is a literal "
             "with a negative value)");

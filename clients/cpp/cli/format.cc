@@ -57,6 +57,14 @@ std::string ShortestHalfLike(uint16_t bits, float (*to_float)(uint16_t),
   return ShortestFloat(std::strtod(buffer, nullptr));
 }
 
+// "(1.0+2.0j)", as Python prints a complex (with float-looking parts).
+template <typename T>
+std::string ShortestComplex(T real, T imag) {
+  std::string im = ShortestFloat(imag);
+  if (im[0] != '-') im = absl::StrCat("+", im);
+  return absl::StrCat("(", ShortestFloat(real), im, "j)");
+}
+
 std::string Seconds(double seconds) { return absl::StrFormat("%.3f ms", seconds * 1e3); }
 
 absl::Duration FromProto(const google::protobuf::Duration& duration) {
@@ -139,6 +147,10 @@ std::string FormatElement(const Array& array, int64_t index) {
       return ShortestFloat(Load<float>(array, index));
     case v1::DTYPE_FLOAT64:
       return ShortestFloat(Load<double>(array, index));
+    case v1::DTYPE_COMPLEX64:
+      return ShortestComplex(Load<float>(array, 2 * index), Load<float>(array, 2 * index + 1));
+    case v1::DTYPE_COMPLEX128:
+      return ShortestComplex(Load<double>(array, 2 * index), Load<double>(array, 2 * index + 1));
     default:
       return "?";
   }

@@ -1,5 +1,6 @@
 #include "clients/cpp/npy.h"
 
+#include <complex>
 #include <cstdint>
 #include <cstdio>
 #include <random>
@@ -100,6 +101,8 @@ TEST(NpyTest, DescrsAreNumpys) {
   EXPECT_EQ(NpyDescr(v1::DTYPE_FLOAT16), "<f2");
   EXPECT_EQ(NpyDescr(v1::DTYPE_FLOAT64), "<f8");
   EXPECT_EQ(NpyDescr(v1::DTYPE_BFLOAT16), "<V2");
+  EXPECT_EQ(NpyDescr(v1::DTYPE_COMPLEX64), "<c8");
+  EXPECT_EQ(NpyDescr(v1::DTYPE_COMPLEX128), "<c16");
   EXPECT_EQ(NpyDescr(v1::DTYPE_UNSPECIFIED), "");
 }
 
@@ -134,6 +137,17 @@ TEST(NpyTest, ReadsVersion2AndSwapsBigEndian) {
 }
 
 // np.lib.format.write_array(f, np.arange(3, dtype='<f2'), version=(3, 0))
+// np.array([1+2j], '>c8'): each float32 part is swapped on its own.
+TEST(NpyTest, SwapsBigEndianComplexPartByPart) {
+  const std::string file =
+      NumpyHeader(1, "{'descr': '>c8', 'fortran_order': False, 'shape': (1,), }", 128) +
+      std::string("\x3f\x80\0\0\x40\0\0\0", 8);
+  ASSERT_OK_AND_ASSIGN(const Array array, ParseNpy(file));
+  EXPECT_EQ(array.dtype, v1::DTYPE_COMPLEX64);
+  EXPECT_EQ(array.ValuesAs<std::complex<float>>(),
+            std::vector<std::complex<float>>({{1.0f, 2.0f}}));
+}
+
 TEST(NpyTest, ReadsVersion3) {
   const std::string file =
       NumpyHeader(3, "{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }", 128) +
@@ -233,9 +247,9 @@ INSTANTIATE_TEST_SUITE_P(
             "Structured",
             WithDict("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }"),
             "structured dtypes"},
-        MalformedCase{"Complex",
-                      WithDict("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }"),
-                      "'<c8' has no gpuflow dtype"},
+        MalformedCase{"LongDoubleComplex",
+                      WithDict("{'descr': '<c32', 'fortran_order': False, 'shape': (1,), }"),
+                      "'<c32' has no gpuflow dtype"},
         MalformedCase{"Object",
                       WithDict("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }"),
                       "'|O' has no gpuflow dtype"},

@@ -126,8 +126,23 @@ struct TestArray {
         return Raw<float>(i);
       case DType::kFloat64:
         return Raw<double>(i);
+      case DType::kComplex64:
+        return Part<float>(i, 0);  // the real part (Imag gives the other)
+      case DType::kComplex128:
+        return Part<double>(i, 0);
     }
     return 0;
+  }
+  // Part k (0 real, 1 imaginary) of element i of a complex array.
+  template <typename T>
+  double Part(int64_t i, int k) const {
+    T v;
+    std::memcpy(&v, bytes.data() + i * ItemSize(dtype) + k * sizeof(T), sizeof(T));
+    return v;
+  }
+  // The imaginary part of element i of a complex array.
+  double Imag(int64_t i) const {
+    return dtype == DType::kComplex64 ? Part<float>(i, 1) : Part<double>(i, 1);
   }
   // Element i of an integer or bool array, as its bit pattern widened.
   uint64_t Bits64(int64_t i) const {
@@ -188,6 +203,25 @@ struct TestArray {
       case DType::kFloat64:
         put(v);
         break;
+      case DType::kComplex64:
+        put(static_cast<float>(v));
+        std::memset(p + 4, 0, 4);
+        break;
+      case DType::kComplex128:
+        put(v);
+        std::memset(p + 8, 0, 8);
+        break;
+    }
+  }
+  // Sets element i of a complex array.
+  void SetComplex(int64_t i, double re, double im) {
+    std::byte* p = bytes.data() + i * ItemSize(dtype);
+    if (dtype == DType::kComplex64) {
+      const float parts[2] = {static_cast<float>(re), static_cast<float>(im)};
+      std::memcpy(p, parts, sizeof(parts));
+    } else {
+      const double parts[2] = {re, im};
+      std::memcpy(p, parts, sizeof(parts));
     }
   }
   // Sets element i of an integer array from its bit pattern (truncated).

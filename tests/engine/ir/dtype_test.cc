@@ -36,6 +36,8 @@ constexpr Expected kExpected[] = {
     {DType::kBFloat16, "bfloat16", 2, DTypeKind::kFloat},
     {DType::kFloat32, "float32", 4, DTypeKind::kFloat},
     {DType::kFloat64, "float64", 8, DTypeKind::kFloat},
+    {DType::kComplex64, "complex64", 8, DTypeKind::kComplex},
+    {DType::kComplex128, "complex128", 16, DTypeKind::kComplex},
 };
 static_assert(std::size(kExpected) == kNumDTypes);
 
@@ -48,7 +50,20 @@ TEST(DTypeTest, EveryDTypeHasNumPyNameItemSizeAndKind) {
     EXPECT_EQ(GetDTypeInfo(e.dtype).dtype, e.dtype);
     EXPECT_EQ(IsFloat(e.dtype), e.kind == DTypeKind::kFloat);
     EXPECT_EQ(IsInteger(e.dtype), e.kind == DTypeKind::kSigned || e.kind == DTypeKind::kUnsigned);
+    EXPECT_EQ(IsComplex(e.dtype), e.kind == DTypeKind::kComplex);
   }
+}
+
+TEST(DTypeTest, ComplexDTypesPairWithTheirRealParts) {
+  EXPECT_EQ(RealDType(DType::kComplex64), DType::kFloat32);
+  EXPECT_EQ(RealDType(DType::kComplex128), DType::kFloat64);
+  EXPECT_EQ(RealDType(DType::kInt8), DType::kInt8);
+  EXPECT_EQ(ComplexDType(DType::kFloat64), DType::kComplex128);
+  EXPECT_EQ(ComplexDType(DType::kFloat32), DType::kComplex64);
+  EXPECT_EQ(ComplexDType(DType::kFloat16), DType::kComplex64);
+  EXPECT_EQ(ComplexDType(DType::kBFloat16), DType::kComplex64);
+  EXPECT_EQ(ComplexDType(DType::kComplex128), DType::kComplex128);
+  EXPECT_THAT(ParseDType("complex64"), ::gpuflow::testing::IsOkAndHolds(DType::kComplex64));
 }
 
 TEST(DTypeTest, AllDTypesListsEachDTypeOnceInEnumOrder) {
@@ -72,7 +87,7 @@ TEST(DTypeTest, ParseDTypeRoundTripsEveryName) {
 }
 
 TEST(DTypeTest, ParseDTypeRejectsUnknownNamesAndQuotesThem) {
-  for (const char* bad : {"", "float", "Float32", "float32 ", "f4", "complex64", "int128"}) {
+  for (const char* bad : {"", "float", "Float32", "float32 ", "f4", "complex32", "int128"}) {
     SCOPED_TRACE(bad);
     EXPECT_THAT(ParseDType(bad), StatusIs(absl::StatusCode::kInvalidArgument,
                                           HasSubstr(absl::StrCat("'", bad, "'"))));

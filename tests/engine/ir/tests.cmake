@@ -14,3 +14,5 @@ target_compile_definitions(op_registry_test PRIVATE GPUFLOW_SOURCE_DIR="${PROJEC
 gpuflow_test(gather_test SRCS engine/ir/gather_test.cc DEPS gpuflow::ir gpuflow::testing LABELS unit)
 gpuflow_test(select_test SRCS engine/ir/select_test.cc DEPS gpuflow::ir gpuflow::testing LABELS unit)
 gpuflow_test(sort_ops_test SRCS engine/ir/sort_ops_test.cc DEPS gpuflow::ir gpuflow::testing LABELS unit)
+gpuflow_test(complex_ops_test SRCS engine/ir/complex_ops_test.cc
+             DEPS gpuflow::ir gpuflow::testing absl::strings LABELS unit)
