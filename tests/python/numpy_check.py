@@ -7,7 +7,8 @@ import gpuflow as gf
 
 # float16 results rounded once from float64 may sit a unit in the last place
 # from NumPy's (computed in float32); transcendental functions differ by a few.
-RTOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12}
+RTOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12, "complex64": 1e-5,
+        "complex128": 1e-12}
 
 
 def check_all(pairs, rtol=None, exact=False, atol=None, rtols=RTOL):
@@ -20,7 +21,7 @@ def check_all(pairs, rtol=None, exact=False, atol=None, rtols=RTOL):
         assert remote.dtype == expected.dtype, (remote, expected.dtype)
         assert remote.shape == expected.shape, (remote, expected.shape)
         assert value.dtype == expected.dtype and value.shape == expected.shape, (remote, value)
-        if expected.dtype.kind == "f" and not exact:
+        if expected.dtype.kind in "fc" and not exact:
             tolerance = rtol or rtols[expected.dtype.name]
             floor = np.finfo(expected.dtype).tiny if atol is None else atol
             np.testing.assert_allclose(value, expected, rtol=tolerance, atol=floor,

@@ -489,12 +489,10 @@ def test_operand_and_dtype_misuse(session, client):
     x = session.asarray(np.ones(3, np.float32))
     with pytest.raises(TypeError):
         x + "a"
-    with pytest.raises(TypeError):
-        x + 1j
     with pytest.raises(TypeError, match="gpuflow has no dtype"):
-        x.astype(np.complex64)
+        x.astype(np.longdouble)
     with pytest.raises(TypeError, match="gpuflow has no dtype"):
-        session.asarray(np.ones(2, np.complex64))
+        session.asarray(np.ones(2, np.clongdouble))
     with pytest.raises(TypeError, match="out must be a gpuflow RemoteArray"):
         x.sum(out=np.empty(()))
     with pytest.raises(TypeError, match="ufunc 'bitwise_and' not supported for the input types"):
@@ -535,7 +533,7 @@ def test_repr_does_not_evaluate(session):
 
 
 ALL_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-              "float16", "bfloat16", "float32", "float64"]
+              "float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
 
 
 def _ones(session, dtype):
@@ -553,9 +551,9 @@ def test_inferred_dtypes_match_the_server_for_every_dtype(session):
     binary = ["add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum",
               "atan2", "eq", "lt", "logical_and", "bitwise_and"]
     unary = ["neg", "abs", "sign", "square", "sqrt", "exp", "floor", "relu", "reciprocal",
-             "isnan", "logical_not", "bitwise_not"]
-    reductions = ["sum", "prod", "mean", "var", "min", "argmax", "any", "logsumexp", "cumsum",
-                  "softmax"]
+             "isnan", "logical_not", "bitwise_not", "real", "imag", "conj", "angle", "round"]
+    reductions = ["sum", "prod", "mean", "var", "std", "min", "argmax", "any", "logsumexp",
+                  "cumsum", "softmax"]
     from gpuflow.remote_array import apply
 
     for left in ALL_DTYPES:
@@ -566,7 +564,7 @@ def test_inferred_dtypes_match_the_server_for_every_dtype(session):
                     built.append(apply(op, (arrays[left], arrays[right])))
                 except TypeError:
                     pass  # refused client-side (checked against NumPy elsewhere)
-        for scalar in (True, 2, 2.5, np.float16(2)):
+        for scalar in (True, 2, 2.5, np.float16(2), 1j, np.complex64(1j)):
             built += [apply("add", (arrays[left], scalar)), apply("div", (scalar, arrays[left]))]
         built.append(apply("where", (arrays["bool"], arrays[left], 1.5)))
         built.append(apply("clip", (arrays[left], arrays["int8"], 3)))
@@ -577,7 +575,10 @@ def test_inferred_dtypes_match_the_server_for_every_dtype(session):
                 pass
         for op in reductions:
             attrs = {"axis": 0} if op in ("softmax", "cumsum") else {}
-            built.append(apply(op, (arrays[left],), attrs))
+            try:
+                built.append(apply(op, (arrays[left],), attrs))
+            except TypeError:
+                pass  # logsumexp and softmax of complex
         built.append(gf.matmul(arrays[left], arrays["float16"]))
         built.append(gf.concatenate([arrays[left], arrays["uint8"], arrays["int8"]]))
         expected = [(r._expr.dtype, r.shape, repr(r)) for r in built]

@@ -117,10 +117,10 @@ def test_fortran_order_and_unsupported_dtypes_are_clear_errors(cli, cli_session,
     proc = cli("upload", "f.npy", session=cli_session, check=False)
     assert proc.returncode == 1
     assert "INVALID_ARGUMENT" in proc.stderr and "Fortran order" in proc.stderr
-    np.save(tmp_path / "c.npy", np.ones(3, np.complex64))
+    np.save(tmp_path / "c.npy", np.ones(3, np.clongdouble))
     proc = cli("upload", "c.npy", session=cli_session, check=False)
     assert proc.returncode == 1
-    assert "'<c8' has no gpuflow dtype" in proc.stderr
+    assert "'<c32' has no gpuflow dtype" in proc.stderr
 
 
 def test_run_matches_numpy_and_saves_outputs(cli, cli_session, tmp_path):

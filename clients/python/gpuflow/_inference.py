@@ -28,16 +28,19 @@ INT64_MIN = -(1 << 63)
 _ITEMSIZE = {
     "bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
     "int64": 8, "uint64": 8, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
+    "complex64": 8, "complex128": 16,
 }
 _KIND = {
     "bool": "b", "int8": "i", "int16": "i", "int32": "i", "int64": "i",
     "uint8": "u", "uint16": "u", "uint32": "u", "uint64": "u",
     "float16": "f", "bfloat16": "f", "float32": "f", "float64": "f",
+    "complex64": "c", "complex128": "c",
 }
 # NumPy's type numbers in order; bfloat16 (a user dtype to NumPy) last.
 _NUMPY_ORDER = {
     "bool": 0, "int8": 1, "uint8": 2, "int16": 3, "uint16": 4, "int32": 5, "uint32": 6,
-    "int64": 7, "uint64": 8, "float32": 11, "float64": 12, "float16": 23, "bfloat16": 24,
+    "int64": 7, "uint64": 8, "float32": 11, "float64": 12, "complex64": 14, "complex128": 15,
+    "float16": 23, "bfloat16": 24,
 }
 _SIGNED_OF_SIZE = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
 
@@ -47,12 +50,26 @@ def itemsize(dtype):
 
 
 def kind(dtype):
-    """'b', 'i', 'u' or 'f'."""
+    """'b', 'i', 'u', 'f' or 'c'."""
     return _KIND[dtype]
 
 
 def is_float(dtype):
     return _KIND[dtype] == "f"
+
+
+def is_complex(dtype):
+    return _KIND[dtype] == "c"
+
+
+def real_dtype(dtype):
+    """float32 for complex64, float64 for complex128, any other dtype itself."""
+    return {"complex64": "float32", "complex128": "float64"}.get(dtype, dtype)
+
+
+def complex_dtype(dtype):
+    """The complex dtype holding a float (or complex) dtype's values."""
+    return "complex128" if dtype in ("float64", "complex128") else "complex64"
 
 
 class Type:
@@ -68,7 +85,9 @@ class Type:
 
     @staticmethod
     def weak_scalar(value):
-        """The type of a Python bool, int or float used as an op input."""
+        """The type of a Python bool, int, float or complex used as an op input."""
+        if isinstance(value, complex):
+            return Type("complex128", (), True)
         if isinstance(value, bool):
             return Type("bool", (), True)
         if isinstance(value, int):
@@ -125,6 +144,8 @@ def promote_dtypes(a, b):
         return b
     if kb == "b":
         return a
+    if ka == "c" or kb == "c":
+        return complex_dtype(promote_dtypes(real_dtype(a), real_dtype(b)))
     if ka == "f" and kb == "f":
         return _promote_floats(a, b)
     if ka == "f":
@@ -137,7 +158,7 @@ def promote_dtypes(a, b):
 
 
 def _kind_rank(dtype):
-    return {"b": 0, "i": 1, "u": 1, "f": 2}[_KIND[dtype]]
+    return {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}[_KIND[dtype]]
 
 
 def promote_types(types):
@@ -156,12 +177,14 @@ def promote_types(types):
                 strong = promote_dtypes(strong, t.dtype)
         if _kind_rank(strong) >= weak_rank:
             return strong
-    return {0: "bool", 1: "int64"}.get(weak_rank, "float64")
+        if weak_rank == 3 and is_float(strong):
+            return complex_dtype(strong)  # float32 + 1j is complex64
+    return {0: "bool", 1: "int64", 2: "float64"}.get(weak_rank, "complex128")
 
 
 def float_result(dtype):
     """The dtype numpy.sqrt (exp, sin, ...) returns for an input dtype."""
-    return dtype if is_float(dtype) else _min_float_for(dtype)
+    return dtype if is_float(dtype) or is_complex(dtype) else _min_float_for(dtype)
 
 
 def float_loop(types):
@@ -174,7 +197,7 @@ def float_loop(types):
             rank = _kind_rank(d)
             if rank <= strong_rank:
                 continue
-            d = {0: "bool", 1: "int64"}.get(rank, "float64")
+            d = {0: "bool", 1: "int64", 2: "float64"}.get(rank, "complex128")
         if not is_float(d) and _ITEMSIZE[d] == 1:
             continue
         f = float_result(d)
@@ -187,7 +210,7 @@ def _sum_dtype(dtype):
 
 
 def _mean_dtype(dtype):
-    return dtype if is_float(dtype) else "float64"
+    return dtype if is_float(dtype) or is_complex(dtype) else "float64"
 
 
 # ---- shapes ----------------------------------------------------------------------
@@ -273,8 +296,11 @@ def reshape_target(shape, requested):
 # ---- per-op rules ----------------------------------------------------------------
 
 _UNARY = {}
-for _op in ("abs",):
+for _op in ("conj",):
     _UNARY[_op] = "same"
+for _op in ("abs", "real", "imag"):
+    _UNARY[_op] = "real_part"
+_UNARY["angle"] = "angle"
 for _op in ("neg", "sign", "floor", "ceil", "round", "relu"):
     _UNARY[_op] = "same_no_bool"
 for _op in ("square", "reciprocal"):
@@ -294,6 +320,9 @@ _BINARY["div"] = "true_divide"
 for _op in ("floordiv", "mod", "pow"):
     _BINARY[_op] = "bool_to_int8"
 _BINARY["atan2"] = "float"
+# The ops NumPy has no complex loop for (TypeError "ufunc 'floor' not supported ...").
+_NO_COMPLEX = frozenset(("floor", "ceil", "relu", "sigmoid", "gelu", "erf", "floordiv", "mod",
+                         "atan2", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor"))
 for _op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"):
     _BINARY[_op] = "bool"
 for _op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
@@ -333,8 +362,14 @@ def _unary(op, types):
     (t,) = types
     d = promote_types(types)
     rule = _UNARY[op]
+    if is_complex(d) and op in _NO_COMPLEX:
+        raise _no_loop(op)
     if rule == "same":
         return d
+    if rule == "real_part":
+        return real_dtype(d)
+    if rule == "angle":
+        return real_dtype(d) if is_complex(d) else float_loop([Type.weak_scalar(0), t])
     if rule == "same_no_bool":
         if d == "bool":
             raise _bool_error(op)
@@ -345,7 +380,7 @@ def _unary(op, types):
         return float_result(d)
     if rule == "bool":
         return "bool"
-    if is_float(d):
+    if is_float(d) or is_complex(d):
         raise _no_loop(op)
     return d
 
@@ -353,6 +388,8 @@ def _unary(op, types):
 def _binary(op, types):
     p = promote_types(types)
     rule = _BINARY[op]
+    if is_complex(p) and op in _NO_COMPLEX:
+        raise _no_loop(op)
     if rule == "promote":
         return p
     if rule == "no_bool":
@@ -360,14 +397,14 @@ def _binary(op, types):
             raise _bool_error(op)
         return p
     if rule == "true_divide":
-        return p if is_float(p) else "float64"
+        return p if is_float(p) or is_complex(p) else "float64"
     if rule == "bool_to_int8":
         return "int8" if p == "bool" else p
     if rule == "float":
         return float_loop(types)
     if rule == "bool":
         return "bool"
-    if is_float(p):
+    if is_float(p) or is_complex(p):
         raise _no_loop(op)
     return p
 
@@ -492,12 +529,15 @@ def infer(op, types, attrs):
         shape = _reduced(a.shape, axes, attrs.get("keepdims", False))
         if op in ("min", "max") and any(a.shape[i] == 0 for i in axes):
             raise ValueError(f"zero-size array to reduction operation {op} which has no identity")
+        if op == "logsumexp" and is_complex(a.dtype):
+            raise _no_loop(op)
         if "dtype" in attrs:
-            return attrs["dtype"], shape
+            return real_dtype(attrs["dtype"]) if op in ("var", "std") else attrs["dtype"], shape
         if op in ("sum", "prod"):
             return _sum_dtype(a.dtype), shape
         if op in ("mean", "var", "std"):
-            return _mean_dtype(a.dtype), shape
+            d = _mean_dtype(a.dtype)
+            return real_dtype(d) if op in ("var", "std") else d, shape
         if op in ("any", "all"):
             return "bool", shape
         if op == "logsumexp":
@@ -515,6 +555,8 @@ def infer(op, types, attrs):
         return "int64", _reduced(a.shape, [axis], keepdims)
     if op in ("softmax", "log_softmax"):
         normalize_axis(attrs.get("axis", -1), len(a.shape))
+        if is_complex(a.dtype):
+            raise _no_loop(op)
         return float_result(a.dtype), a.shape
     if op in ("cumsum", "cumprod"):
         dtype = attrs.get("dtype") or _sum_dtype(a.dtype)
@@ -697,7 +739,7 @@ def check_literals(op, types, values, dtype):
                 info = np.iinfo(target)
                 if not info.min <= v <= info.max:
                     raise OverflowError(f"Python integer {v} out of bounds for {target}")
-    if op == "pow" and not is_float(dtype) and len(values) == 2:
+    if op == "pow" and not is_float(dtype) and not is_complex(dtype) and len(values) == 2:
         exponent = values[1]
         negative = False
         if isinstance(exponent, (int, np.integer)) and not isinstance(exponent, (bool, np.bool_)):
@@ -714,11 +756,16 @@ def convert_scalar(value, dtype):
     that dtype (a Python float for bfloat16). An int out of bounds raises
     OverflowError, a NaN or infinity into an integer dtype ValueError or
     OverflowError, with NumPy's messages; other floats are truncated."""
-    if isinstance(value, complex) or (isinstance(value, np.generic)
-                                      and np.iscomplexobj(value)):
-        raise TypeError("gpuflow has no complex dtypes")
     if isinstance(value, np.generic):
         value = value.item()
+    if isinstance(value, complex) and _KIND[dtype] != "c":
+        if _KIND[dtype] == "b":
+            return np.bool_(value != 0)
+        # NumPy: float(1j) and int(1j) are TypeErrors.
+        raise TypeError(f"float() argument must be a string or a real number, not 'complex'"
+                        if _KIND[dtype] == "f" else
+                        "int() argument must be a string, a bytes-like object or a real number, "
+                        "not 'complex'")
     if _KIND[dtype] in "iu" and not isinstance(value, bool):
         if isinstance(value, float):
             if math.isnan(value):

@@ -12,6 +12,12 @@ import math
 from gpuflow import _inference
 
 
+def _apply(op, operands):
+    from gpuflow.remote_array import apply
+
+    return apply(op, operands)
+
+
 def c_strides(shape, dtype):
     if math.prod(shape) == 0:
         return (0,) * len(shape)  # NumPy's strides for an empty array
@@ -92,23 +98,43 @@ class ArrayMembers:
 
     @property
     def real(self):
-        """The array itself (gpuflow's dtypes are real)."""
+        """The real part (float32 for complex64, float64 for complex128); a
+        real array itself."""
+        if _inference.is_complex(self._expr.dtype):
+            return _apply("real", (self,))
         return self._same()
 
     @real.setter
     def real(self, value):
+        if _inference.is_complex(self._expr.dtype):
+            raise NotImplementedError("setting the real part of a complex array is not supported "
+                                      "yet; build it with real + 1j * imag")
         self[...] = value
 
     @property
     def imag(self):
-        """Zeros of the array's dtype and shape (gpuflow's dtypes are real)."""
+        """The imaginary part of a complex array; zeros of a real array's
+        dtype and shape."""
+        if _inference.is_complex(self._expr.dtype):
+            return _apply("imag", (self,))
         from gpuflow import functions
 
         return functions.zeros(self.shape, self.dtype, session=self.session)
 
     @imag.setter
     def imag(self, value):
+        if _inference.is_complex(self._expr.dtype):
+            raise NotImplementedError("setting the imaginary part of a complex array is not "
+                                      "supported yet; build it with real + 1j * imag")
         raise TypeError("array does not have imaginary part to set")
+
+    def conj(self):
+        """numpy.conjugate: the complex conjugate (real arrays unchanged)."""
+        from gpuflow import _ufunc
+
+        return _ufunc.UFUNCS["conjugate"](self)
+
+    conjugate = conj
 
     @property
     def at(self):

@@ -67,6 +67,8 @@ def _scalar_kind(value):
         return "int" if _INT64_MIN <= value <= _INT64_MAX else "uint"
     if isinstance(value, float):
         return "float"
+    if isinstance(value, complex):
+        return "complex"
     return None
 
 
@@ -77,6 +79,8 @@ def _exact(value):
         value = value.item()
     if isinstance(value, float) and (value != value or value == 0.0):
         return value.hex()
+    if isinstance(value, complex):
+        return (value.real.hex(), value.imag.hex())
     return value
 
 

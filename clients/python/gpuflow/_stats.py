@@ -558,45 +558,71 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
 
 def real(val):
-    """numpy.real: the array itself for real dtypes."""
+    """numpy.real: the real part (the array itself for real dtypes)."""
     return _remote(val).real
 
 
 def imag(val):
-    """numpy.imag: zeros for real dtypes."""
+    """numpy.imag: the imaginary part (zeros for real dtypes)."""
     return _remote(val).imag
 
 
+def _is_complex(a):
+    return _inference.is_complex(a._expr.dtype)
+
+
 def real_if_close(a, tol=100):
-    """numpy.real_if_close: real arrays come back as they are."""
-    return _remote(a)
+    """numpy.real_if_close: the real part when every imaginary part is within
+    ``tol`` machine epsilons of zero (``tol`` > 1), else the array. Deciding
+    needs the values, so a complex array is evaluated here."""
+    a = _remote(a)
+    if not _is_complex(a):
+        return a
+    if tol > 1:
+        tol = tol * float(np.finfo(_inference.real_dtype(a._expr.dtype)).eps)
+    close = reduce("all", abs(a.imag) < tol, None)
+    return a.real if bool(close.get()) else a
 
 
 def angle(z, deg=False):
-    """numpy.angle of a real array: arctan2(0, z) (0, or pi for negatives)."""
-    a = UFUNCS["arctan2"](0, prepare(z, session_of((z,))))
+    """numpy.angle: arctan2(imag, real) in radians (degrees with ``deg``);
+    for a real array arctan2(0, z) (0, or pi for negatives)."""
+    session = session_of((z,))
+    z = prepare(z, session)
+    if isinstance(z, RemoteArray) and _is_complex(z):
+        a = apply("angle", (z,))
+    elif isinstance(z, (complex, np.complexfloating)):
+        a = apply("angle", (asarray(np.asarray(z), session=session),))
+    else:
+        a = UFUNCS["arctan2"](0, z)
     return cast(a * (180.0 / math.pi), a._expr.dtype) if deg else a
 
 
 def iscomplexobj(x):
-    """numpy.iscomplexobj: False (gpuflow's dtypes are real)."""
-    return False
+    """numpy.iscomplexobj: whether the dtype is complex (not the values)."""
+    if isinstance(x, RemoteArray):
+        return _is_complex(x)
+    return bool(np.iscomplexobj(x))
 
 
 def isrealobj(x):
-    """numpy.isrealobj: True (gpuflow's dtypes are real)."""
-    return True
+    """numpy.isrealobj: not iscomplexobj."""
+    return not iscomplexobj(x)
 
 
 def iscomplex(x):
-    """numpy.iscomplex: all false for real arrays."""
+    """numpy.iscomplex: imag != 0 for complex arrays, all false otherwise."""
     x = _remote(x)
+    if _is_complex(x):
+        return x.imag != 0
     return apply("full", (False,), {"shape": list(x.shape)}, session=x.session)
 
 
 def isreal(x):
-    """numpy.isreal: all true for real arrays."""
+    """numpy.isreal: imag == 0 for complex arrays, all true otherwise."""
     x = _remote(x)
+    if _is_complex(x):
+        return x.imag == 0
     return apply("full", (True,), {"shape": list(x.shape)}, session=x.session)
 
 
@@ -655,8 +681,8 @@ def _select_value(value, dtype):
     2 converts it: the scalar only takes part in finding the dtype, its
     value then goes through an int64 (float64) array that full and copyto
     cast, so an int out of the dtype's range wraps (no OverflowError)."""
-    if isinstance(value, complex):
-        raise TypeError("gpuflow has no complex dtypes")
+    if isinstance(value, complex) and not _inference.is_complex(dtype):
+        raise TypeError("cannot convert a complex value to " + dtype)
     if dtype == "bfloat16":
         return float(value)
     with np.errstate(all="ignore"):

@@ -222,7 +222,7 @@ def prepare(x, session):
     scalars (strong) stay as they are."""
     if isinstance(x, RemoteArray) or isinstance(x, np.generic):
         return x
-    if isinstance(x, (bool, int, float)):
+    if isinstance(x, (bool, int, float, complex)):
         return x
     value, t = operand(x, session)
     if isinstance(value, np.ndarray):  # a small literal: a cast fuses with its reader
@@ -262,15 +262,31 @@ def float_out(*xs):
     return _inference.float_loop(types)
 
 
-def _in_float64(fn):
+def _in_float64(fn, complex_fn=None):
     """A float composition computed in float64 and rounded once to NumPy's
-    result dtype (float16 for int8, float32 for float32 ...)."""
+    result dtype (float16 for int8, float32 for float32 ...). Complex inputs
+    go through ``complex_fn`` in complex128 where there is one (a cast to
+    float64 would drop their imaginary parts); without one they are refused."""
 
     def run(*xs):
         out = float_out(*xs)
+        if _inference.is_complex(out):
+            if complex_fn is None:
+                raise NotImplementedError(
+                    f"{getattr(fn, '__name__', 'this function').lstrip('_')} of complex values is "
+                    "not supported by gpuflow yet")
+            return cast(complex_fn(*(cast(x, "complex128") for x in xs)), out)
         return cast(fn(*(cast(x, "float64") for x in xs)), out)
 
     return run
+
+
+def _complex_sinh(z):
+    return (_exp(z) - _exp(-z)) * 0.5
+
+
+def _complex_cosh(z):
+    return (_exp(z) + _exp(-z)) * 0.5
 
 
 _where, _isnan, _isinf = _op("where"), _op("isnan"), _op("isinf")
@@ -362,13 +378,15 @@ def _scaled(factor):
 
 
 def _fabs(x):
+    if _inference.is_complex(float_out(x)):
+        raise _inference._no_loop("fabs")
     return abs(cast(x, float_out(x)))
 
 
 def _rint(x):
     t = type_of(x)
     d = _inference.promote_types([t])
-    if _inference.is_float(d):
+    if _inference.is_float(d) or _inference.is_complex(d):
         return apply("round", (x,))
     return cast(x, _inference.float_result(d))  # NumPy's rint has float loops only
 
@@ -381,6 +399,8 @@ def _trunc(x):
 
 def _conjugate(x):
     d = _inference.promote_types([type_of(x)])
+    if _inference.is_complex(d):
+        return apply("conj", (x,))
     return cast(x, "int8" if d == "bool" else d)
 
 
@@ -542,11 +562,14 @@ _REDUCE = {"add": ("sum", "cumsum", 0), "multiply": ("prod", "cumprod", 1),
            "bitwise_or": (None, None, 0), "bitwise_xor": (None, None, 0),
            "bitwise_and": (None, None, -1)}
 _COMPOSED_UNARY = {
-    "tan": _in_float64(_tan), "arcsin": _in_float64(_arcsin), "arccos": _in_float64(_arccos),
-    "arctan": _in_float64(_arctan), "sinh": _in_float64(_sinh), "cosh": _in_float64(_cosh),
+    "tan": _in_float64(_tan, _tan), "arcsin": _in_float64(_arcsin),
+    "arccos": _in_float64(_arccos), "arctan": _in_float64(_arctan),
+    "sinh": _in_float64(_sinh, _complex_sinh), "cosh": _in_float64(_cosh, _complex_cosh),
     "arcsinh": _in_float64(_arcsinh), "arccosh": _in_float64(_arccosh),
-    "arctanh": _in_float64(_arctanh), "exp2": _in_float64(lambda x: _pow(2.0, x)),
-    "log2": _in_float64(lambda x: _log(x) / _LN2), "log10": _in_float64(lambda x: _log(x) / _LN10),
+    "arctanh": _in_float64(_arctanh),
+    "exp2": _in_float64(lambda x: _pow(2.0, x), lambda x: _pow(2.0, x)),
+    "log2": _in_float64(lambda x: _log(x) / _LN2, lambda x: _log(x) / _LN2),
+    "log10": _in_float64(lambda x: _log(x) / _LN10, lambda x: _log(x) / _LN10),
     "cbrt": _in_float64(_cbrt), "rad2deg": _scaled(180.0 / math.pi),
     "degrees": _scaled(180.0 / math.pi), "deg2rad": _scaled(math.pi / 180.0),
     "radians": _scaled(math.pi / 180.0), "fabs": _fabs, "rint": _rint, "trunc": _trunc,

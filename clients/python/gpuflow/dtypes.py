@@ -24,6 +24,8 @@ _TABLE = {
     "bfloat16": (types_pb2.DTYPE_BFLOAT16, np.dtype(np.uint16)),
     "float32": (types_pb2.DTYPE_FLOAT32, np.dtype(np.float32)),
     "float64": (types_pb2.DTYPE_FLOAT64, np.dtype(np.float64)),
+    "complex64": (types_pb2.DTYPE_COMPLEX64, np.dtype(np.complex64)),
+    "complex128": (types_pb2.DTYPE_COMPLEX128, np.dtype(np.complex128)),
 }
 _BY_ENUM = {enum: name for name, (enum, _) in _TABLE.items()}
 

@@ -491,7 +491,7 @@ def result_type(*arrays_and_dtypes):
     for x in arrays_and_dtypes:
         if isinstance(x, RemoteArray):
             types.append(_inference.Type(x._expr.dtype, ()))
-        elif isinstance(x, (bool, int, float)):
+        elif isinstance(x, (bool, int, float, complex)):
             types.append(_inference.Type.weak_scalar(x))
         elif isinstance(x, (np.ndarray, np.generic)):
             types.append(_inference.Type(dtype_name(x.dtype), ()))

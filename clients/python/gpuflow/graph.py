@@ -82,7 +82,7 @@ class Graph:
                 msg.array = value.array_name
             else:
                 msg.node = value.id
-        elif isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        elif isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
             _set_scalar(msg.scalar, value)
         elif isinstance(value, np.generic):
             _set_scalar(msg.scalar, value.item())
@@ -104,6 +104,9 @@ def _set_scalar(msg, value):
             msg.uint_value = value
         else:
             msg.int_value = value
+    elif isinstance(value, complex):
+        msg.complex_value.real = value.real
+        msg.complex_value.imag = value.imag
     else:
         msg.float_value = float(value)
 

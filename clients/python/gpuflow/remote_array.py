@@ -205,13 +205,13 @@ def operand(value, session):
         if value.session is not session:
             raise ValueError("arrays of different sessions cannot be combined")
         return value._expr, _inference.Type(value._expr.dtype, value._expr.shape)
-    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+    if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
         return value, _inference.Type.weak_scalar(value)
     if isinstance(value, np.generic):
         if value.dtype.name not in dtypes.DTYPES:
             raise UnsupportedOperand(f"gpuflow has no dtype {value.dtype.name!r}")
         return value, _inference.Type(value.dtype.name, ())
-    if isinstance(value, (complex, str, bytes)) or value is None:
+    if isinstance(value, (str, bytes)) or value is None:
         raise UnsupportedOperand(f"cannot use {type(value).__name__} as an array operand")
     host, name = host_array(value)
     limit = min(_LITERAL_BYTES, session.client.limits.max_inline_bytes)
