@@ -81,10 +81,11 @@ struct DTypeCase {
 // Written out here, not taken from the engine, so the server is checked
 // against the contract rather than against itself.
 constexpr DTypeCase kDTypes[] = {
-    {v1::DTYPE_BOOL, 1},    {v1::DTYPE_INT8, 1},    {v1::DTYPE_INT16, 2},    {v1::DTYPE_INT32, 4},
-    {v1::DTYPE_INT64, 8},   {v1::DTYPE_UINT8, 1},   {v1::DTYPE_UINT16, 2},   {v1::DTYPE_UINT32, 4},
-    {v1::DTYPE_UINT64, 8},  {v1::DTYPE_FLOAT16, 2}, {v1::DTYPE_BFLOAT16, 2}, {v1::DTYPE_FLOAT32, 4},
-    {v1::DTYPE_FLOAT64, 8},
+    {v1::DTYPE_BOOL, 1},    {v1::DTYPE_INT8, 1},      {v1::DTYPE_INT16, 2},
+    {v1::DTYPE_INT32, 4},   {v1::DTYPE_INT64, 8},     {v1::DTYPE_UINT8, 1},
+    {v1::DTYPE_UINT16, 2},  {v1::DTYPE_UINT32, 4},    {v1::DTYPE_UINT64, 8},
+    {v1::DTYPE_FLOAT16, 2}, {v1::DTYPE_BFLOAT16, 2},  {v1::DTYPE_FLOAT32, 4},
+    {v1::DTYPE_FLOAT64, 8}, {v1::DTYPE_COMPLEX64, 8}, {v1::DTYPE_COMPLEX128, 16},
 };
 
 std::string RandomBytes(int64_t n, uint64_t seed, bool booleans = false) {

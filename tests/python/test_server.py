@@ -14,7 +14,7 @@ def test_server_info(client):
 
     assert info.backend == BACKEND
     assert info.healthy
-    assert len(info.dtypes) == 13
+    assert len(info.dtypes) == 15
     assert info.limits.max_array_bytes == 2 << 30
     assert info.limits.max_chunk_bytes >= 1 << 20
 

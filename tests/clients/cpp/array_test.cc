@@ -19,7 +19,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 TEST(ArrayTest, EveryDTypeHasANameThatParsesBack) {
-  EXPECT_EQ(AllDTypes().size(), 13u);
+  EXPECT_EQ(AllDTypes().size(), 15u);
   for (v1::DType dtype : AllDTypes()) {
     EXPECT_GT(ItemSize(dtype), 0) << DTypeName(dtype);
     EXPECT_THAT(ParseDTypeName(DTypeName(dtype)), IsOkAndHolds(dtype));

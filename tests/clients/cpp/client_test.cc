@@ -116,7 +116,7 @@ TEST_F(ClientTest, InfoReportsBackendAndLimits) {
   ASSERT_OK_AND_ASSIGN(v1::ServerInfo info, client_->Info());
   EXPECT_EQ(info.backend(), "cpu");
   EXPECT_EQ(info.limits().max_chunk_bytes(), kChunkBytes);
-  EXPECT_THAT(info.dtypes(), SizeIs(13));
+  EXPECT_THAT(info.dtypes(), SizeIs(15));
   ASSERT_OK_AND_ASSIGN(v1::Limits limits, client_->Limits());
   EXPECT_EQ(limits.max_chunk_bytes(), kChunkBytes);
 }

@@ -84,6 +84,7 @@ TEST(CodegenCreationTest, EveryCreationKernelCompilesForSm90) {
   int kernels = 0;
   for (const DTypeInfo& info : AllDTypes()) {
     const DType dtype = info.dtype;
+    if (IsComplex(dtype)) continue;  // arange refuses complex; random is float only
     std::optional<CreationKernel> k = Generate(
         "arange", dtype, {{"start", int64_t{0}}, {"stop", int64_t{2}}, {"step", int64_t{1}}});
     ASSERT_TRUE(k.has_value()) << DTypeName(dtype);
@@ -102,7 +103,7 @@ TEST(CodegenCreationTest, EveryCreationKernelCompilesForSm90) {
       ++kernels;
     }
   }
-  EXPECT_EQ(kernels, kNumDTypes + 4 * 2);
+  EXPECT_EQ(kernels, kNumDTypes - 2 + 4 * 2);  // no complex arange
   CompileOptions options;
   options.arch = 90;
   absl::StatusOr<CompiledModule> module = CompileToCubin(program, "creation.cu", options);
