@@ -79,6 +79,7 @@ SearchCompute SearchComputeOf(DType dtype) {
     case DTypeKind::kUnsigned:
       return SearchCompute::kUInt64;
     case DTypeKind::kFloat:
+    case DTypeKind::kComplex:  // not reached: sorts refuse complex
       break;
   }
   return SearchCompute::kFloat64;

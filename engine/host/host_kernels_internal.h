@@ -25,6 +25,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "engine/host/host_kernels.h"
@@ -105,6 +106,14 @@ decltype(auto) VisitDType(DType dtype, F&& f) {
   return f(TypeTag<double>{});
 }
 
+// VisitDType and VisitClass for kernels without complex loops (sorting):
+// `f` is never instantiated with a complex type; a complex dtype gives
+// INVALID_ARGUMENT "'sort' is not defined for complex64".
+template <typename F>
+absl::Status VisitRealDType(DType dtype, absl::string_view op, F&& f);
+template <typename F>
+absl::Status VisitRealClass(DType compute, absl::string_view op, F&& f);
+
 // Calls f(TypeTag<C>{}) with the compute type of `cls`.
 template <typename F>
 decltype(auto) VisitClass(ComputeClass cls, F&& f) {
@@ -129,6 +138,35 @@ template <typename T>
 inline constexpr bool kIsFloatStorage = std::is_floating_point_v<T> || kIsNarrowFloat<T>;
 template <typename T>
 inline constexpr bool kIsComplex = std::is_same_v<T, Complex64> || std::is_same_v<T, Complex128>;
+
+template <typename F>
+absl::Status VisitRealDType(DType dtype, absl::string_view op, F&& f) {
+  if (IsComplex(dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", op, "' is not defined for ", DTypeName(dtype)));
+  }
+  return VisitDType(dtype, [&](auto tag) -> absl::Status {
+    if constexpr (kIsComplex<typename decltype(tag)::type>) {
+      return absl::InternalError("complex dtype");
+    } else {
+      return f(tag);
+    }
+  });
+}
+template <typename F>
+absl::Status VisitRealClass(DType compute, absl::string_view op, F&& f) {
+  if (IsComplex(compute)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", op, "' is not defined for ", DTypeName(compute)));
+  }
+  return VisitClass(ClassOf(compute), [&](auto tag) -> absl::Status {
+    if constexpr (std::is_same_v<typename decltype(tag)::type, Complex128>) {
+      return absl::InternalError("complex dtype");
+    } else {
+      return f(tag);
+    }
+  });
+}
 
 // The compute type of a storage type: bool, int64_t, uint64_t, double or
 // Complex128.

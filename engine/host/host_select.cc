@@ -40,6 +40,22 @@ C Combine(ScatterMode mode, C current, C update) {
   if constexpr (std::is_same_v<C, bool>) {
     const bool either = mode == ScatterMode::kAdd || mode == ScatterMode::kMax;
     return either ? (current || update) : (current && update);
+  } else if constexpr (std::is_same_v<C, Complex128>) {
+    // numpy.add/multiply/minimum/maximum.at on complex values (NaN kept,
+    // ordered by real, then imaginary part).
+    switch (mode) {
+      case ScatterMode::kAdd:
+        return current + update;
+      case ScatterMode::kMul:
+        return ComplexMul(current, update);
+      case ScatterMode::kMin:
+        return ComplexIsNaN(current) || ComplexGreaterEqual(update, current) ? current : update;
+      case ScatterMode::kMax:
+        return ComplexIsNaN(current) || ComplexGreaterEqual(current, update) ? current : update;
+      case ScatterMode::kSet:
+        break;
+    }
+    return update;
   } else {
     switch (mode) {
       case ScatterMode::kAdd:

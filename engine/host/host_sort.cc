@@ -126,7 +126,7 @@ absl::Status RunSortOrArgsort(const ValidatedNode& node, const HostConstView& in
   }
   if (in.shape.num_elements() == 0) return absl::OkStatus();
   const int64_t size = ItemSize(in.dtype);
-  return VisitDType(in.dtype, [&](auto tag) -> absl::Status {
+  return VisitRealDType(in.dtype, node.op->name, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     using P = std::pair<KeyOf<T>, int64_t>;
     const auto sort_row = [&](int64_t r, std::vector<P>& buf, bool parallel) {
@@ -190,7 +190,7 @@ absl::Status RunSearchSorted(const ValidatedNode& node, absl::Span<const HostCon
   const int64_t n = a.shape.num_elements();
   const int64_t m = v.shape.num_elements();
   if (m == 0) return absl::OkStatus();
-  return VisitClass(ClassOf(compute), [&](auto tag) -> absl::Status {
+  return VisitRealClass(compute, "searchsorted", [&](auto tag) -> absl::Status {
     using C = typename decltype(tag)::type;
     // Not std::vector: C may be bool.
     const std::unique_ptr<C[]> sorted(new C[std::max<int64_t>(n, 1)]);

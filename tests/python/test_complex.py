@@ -212,3 +212,14 @@ def test_ops_without_a_complex_loop_raise_numpys_type_error(session):
         gf.bitwise_and(z, z)
     with pytest.raises(NotImplementedError, match="complex"):
         gf.arcsin(z)
+    with pytest.raises(NotImplementedError, match="sort of complex values"):
+        gf.sort(z)
+
+
+def test_scatter_into_complex_arrays(session):
+    z_np = np.array([1 + 1j, 2 - 1j, 0j])
+    z = session.asarray(z_np)
+    z[np.array([0, 2])] = 5 - 2j
+    want = z_np.copy()
+    want[[0, 2]] = 5 - 2j
+    check_all([(z, want)])

@@ -649,6 +649,8 @@ def infer(op, types, attrs):
         return a.dtype, a.shape
     if op == "flatnonzero":
         return "int64", (attrs["size"],)
+    if op in ("sort", "argsort", "searchsorted") and any(is_complex(t.dtype) for t in types):
+        raise NotImplementedError(f"{op} of complex values is not supported by gpuflow yet")
     if op in ("sort", "argsort"):
         dtype = "int64" if op == "argsort" else a.dtype
         if "axis" not in attrs:

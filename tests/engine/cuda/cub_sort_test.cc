@@ -37,6 +37,7 @@ SortKeyKind KindFor(DType d) {
     case DTypeKind::kUnsigned:
       return SortKeyKind::kUnsigned;
     case DTypeKind::kFloat:
+    case DTypeKind::kComplex:
       break;
   }
   if (d == DType::kFloat16) return SortKeyKind::kFloat16;

@@ -184,6 +184,14 @@ TEST(ComplexOpsTest, ReductionsAndLinearAlgebra) {
               IsOkAndHolds(HasDTypes(DType::kFloat32, DType::kFloat32)));
 }
 
+TEST(ComplexOpsTest, SortsRefuseComplexForNow) {
+  EXPECT_THAT(Infer("sort", {T(kC64, {3})}, {{"axis", int64_t{0}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, "sort does not take dtype complex64"));
+  EXPECT_THAT(
+      Infer("argsort", {T(kC128, {3})}, {{"axis", int64_t{0}}}),
+      StatusIs(absl::StatusCode::kInvalidArgument, "argsort does not take dtype complex128"));
+}
+
 TEST(ComplexLiteralTest, WeakAndStrongComplexScalars) {
   ASSERT_OK_AND_ASSIGN(auto weak, ScalarLiteral(Scalar::Complex(1.5, -2)));
   EXPECT_EQ(weak.first.dtype, kC128);
