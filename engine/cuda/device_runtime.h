@@ -162,6 +162,8 @@ class DeviceRuntime {
                             CudaStream& stream);
   absl::Status CopyToHost(const CudaBuffer& src, int64_t offset, int64_t n, void* dst,
                           CudaStream& stream);
+  // Until `stream`'s work is done: a short spin, then naps (no core held
+  // through long kernels).
   absl::Status Synchronize(CudaStream& stream);
   // Pins host memory for direct copies (cudaHostRegister); null when it
   // cannot be pinned (the caller then stages).
