@@ -16,7 +16,7 @@ using prometheus::Histogram;
 using prometheus::MetricType;
 
 constexpr StepKind kStepKinds[] = {
-    StepKind::kElementwise, StepKind::kReduction, StepKind::kScan,  StepKind::kMatmul,
+    StepKind::kElementwise, StepKind::kReduction, StepKind::kScan,   StepKind::kMatmul,
     StepKind::kShape,       StepKind::kCreation,  StepKind::kCustom, StepKind::kSort};
 static_assert(std::size(kStepKinds) == 8, "ServerMetrics::step_gpu_time_ has one per kind");
 

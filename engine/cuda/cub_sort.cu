@@ -1,11 +1,11 @@
 // CUB's radix and segmented sorts for sort and argsort (cub_sort.h), with
 // the small kernels that turn elements into ordered keys and back.
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/block/block_scan.cuh>
-#include <cub/device/device_segmented_sort.cuh>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_segmented_sort.cuh>
 #include <type_traits>
 
 #include "engine/cuda/cub_sort.h"
@@ -69,7 +69,7 @@ __global__ void FromKeys(const K* keys, const ValueOf<K>* values, void* out, int
     if (mode == 3) {  // a float from its key (zeros and NaNs are fixed up after)
       constexpr K kSign = static_cast<K>(K{1} << (8 * sizeof(K) - 1));
       const K key = keys[t];
-      static_cast<K*>(out)[to] = key == kSign ? K{0}
+      static_cast<K*>(out)[to] = key == kSign    ? K{0}
                                  : (key & kSign) ? static_cast<K>(key ^ kSign)
                                                  : static_cast<K>(~key);
     } else if (mode == 0) {
@@ -209,12 +209,12 @@ struct Layout {
   int64_t n = 0;
   int64_t rows = 0;
   bool pairs = false;
-  size_t keys = 0;      // bytes of one key array
-  size_t index = 0;     // bytes of one index array (0: keys only)
-  size_t offsets = 0;   // bytes of the row offsets (0: one row)
-  bool fix = false;     // keys-only floats: zeros and NaNs written again
-  int64_t chunks = 0;   // fix-up chunks per row
-  size_t counts = 0;    // bytes of the fix-up counts and row totals
+  size_t keys = 0;     // bytes of one key array
+  size_t index = 0;    // bytes of one index array (0: keys only)
+  size_t offsets = 0;  // bytes of the row offsets (0: one row)
+  bool fix = false;    // keys-only floats: zeros and NaNs written again
+  int64_t chunks = 0;  // fix-up chunks per row
+  size_t counts = 0;   // bytes of the fix-up counts and row totals
   size_t fixed() const { return 2 * keys + 2 * index + offsets + counts; }
 };
 
@@ -286,8 +286,8 @@ DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
   int64_t* totals = l.fix ? counts + 3 * l.rows * l.chunks : nullptr;
   if (bytes_out != nullptr) {
     size_t temp_bytes = 0;
-    DeviceSortCall c = CubSort<K>(l, nullptr, temp_bytes, keys_in, keys_out, index_in, index_out,
-                                  offsets, stream);
+    DeviceSortCall c =
+        CubSort<K>(l, nullptr, temp_bytes, keys_in, keys_out, index_in, index_out, offsets, stream);
     if (c.error != cudaSuccess) return c;
     *bytes_out = l.fixed() + Aligned(temp_bytes) + 256;
     return {};
@@ -296,7 +296,7 @@ DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
   void* temp = base + l.fixed();
   size_t temp_bytes = scratch_bytes - l.fixed();
   ToKeys<K><<<GridFor(l.n), kBlock, 0, stream>>>(static_cast<const K*>(a.in), keys_in, index_in,
-                                                  a.indices, a.kind, a.length, a.inner, l.n);
+                                                 a.indices, a.kind, a.length, a.inner, l.n);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "ToKeys<<<>>>"};
   if (offsets != nullptr) {
     RowOffsets<<<GridFor(l.rows + 1), kBlock, 0, stream>>>(offsets, a.length, l.rows);
@@ -307,7 +307,7 @@ DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
   if (c.error != cudaSuccess) return c;
   const int mode = a.indices ? 0 : (l.pairs ? 1 : (l.fix ? 3 : 2));
   FromKeys<K><<<GridFor(l.n), kBlock, 0, stream>>>(keys_out, index_out, a.out, mode, a.kind,
-                                                    a.length, a.inner, l.n);
+                                                   a.length, a.inner, l.n);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "FromKeys<<<>>>"};
   if (l.fix) {
     const int64_t total_chunks = l.rows * l.chunks;
