@@ -119,6 +119,11 @@ Complex128 CLog(Complex128 z) { return std::log(z); }
 Complex128 CSin(Complex128 z) { return std::sin(z); }
 Complex128 CCos(Complex128 z) { return std::cos(z); }
 Complex128 CTanh(Complex128 z) { return std::tanh(z); }
+// Defined in this file (not the shared ones of another), so that
+// FloatFnOp's `kComplexFn != nullptr` is a constant expression under the
+// sanitizers too.
+Complex128 CLog1p(Complex128 z) { return ComplexLog1p(z); }
+Complex128 CExpm1(Complex128 z) { return ComplexExpm1(z); }
 
 double Sqrt(double x) { return std::sqrt(x); }
 double Rsqrt(double x) { return 1.0 / std::sqrt(x); }
@@ -689,8 +694,8 @@ const absl::flat_hash_map<std::string, OpEntry>& ElementwiseOps() {
       {"rsqrt", Unary<FloatFnOp<Rsqrt, CRsqrt>>()},
       {"exp", Unary<FloatFnOp<Exp, CExp>>()},
       {"log", Unary<FloatFnOp<Log, CLog>>()},
-      {"log1p", Unary<FloatFnOp<Log1p, ComplexLog1p>>()},
-      {"expm1", Unary<FloatFnOp<Expm1, ComplexExpm1>>()},
+      {"log1p", Unary<FloatFnOp<Log1p, CLog1p>>()},
+      {"expm1", Unary<FloatFnOp<Expm1, CExpm1>>()},
       {"sin", Unary<FloatFnOp<Sin, CSin>>()},
       {"cos", Unary<FloatFnOp<Cos, CCos>>()},
       {"tanh", Unary<FloatFnOp<Tanh, CTanh>>()},
