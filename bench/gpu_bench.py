@@ -497,6 +497,17 @@ def workloads(small=False):
             torch=lambda torch: lambda x: torch.sort(x, stable=True).values,
             rtol=0.0, bytes_moved=2 * 4 * ns),
         Workload(
+            # Edges k/128 - 1 and draws on [-1, 1) are exact in float32: every
+            # tool bins alike (torch.histc returns float32 counts).
+            "histogram", f"histogram, 256 bins, {n2} f32", [Input("x", (n,), seed=93)],
+            lambda xp, x: xp.histogram(x, bins=256, range=(-1.0, 1.0))[0],
+            gpuflow={"array API": array_variant(
+                lambda x: gpuflow.histogram(x, bins=256, range=(-1.0, 1.0))[0])},
+            cupy={"histogram": lambda cp: lambda x: cp.histogram(x, bins=256,
+                                                                 range=(-1.0, 1.0))[0]},
+            torch=lambda torch: lambda x: torch.histc(x, bins=256, min=-1.0, max=1.0),
+            rtol=0.0, bytes_moved=4 * n),
+        Workload(
             "argsort_rows", f"argsort(axis=-1), ({ar}, {ar}) f32", [Input("x", (ar, ar), seed=92)],
             lambda xp, x: xp.argsort(x, axis=-1, kind="stable"),
             gpuflow={"graph": graph_variant(lambda g, x: g.argsort(x, axis=-1))},

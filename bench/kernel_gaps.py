@@ -1,7 +1,9 @@
 """The device's idle time between the kernels of one plan (issue 15, target
 3): a plan of STEPS kernels that cannot fuse (ten rounds of
-``x = x - 0.001 * x.sum(axis=-1, keepdims=True)`` on a small float32
-array: a reduction, then an elementwise step that broadcasts it back), run
+``x = x - 0.001 * x.sum(axis=0, keepdims=True)`` on a small float32
+array: a reduction over columns, then an elementwise step that broadcasts
+it back; over rows the planner would make the whole chain one row program),
+run
 through the Benchmark RPC. The plan's device time (events around it) less
 the sum of its steps' own device times (events around each step, from one
 profiled Execute), over the number of steps, is the idle gap per kernel:
@@ -31,7 +33,7 @@ SHAPE = (64, 256)
 
 def rounds(x):
     for _ in range(ROUNDS):
-        x = x - 0.001 * x.sum(axis=-1, keepdims=True)
+        x = x - 0.001 * x.sum(axis=0, keepdims=True)
     return x
 
 
@@ -43,7 +45,7 @@ def measure(target, n_repeat=2000, max_duration=2.0):
             x = session.asarray(host)
             want = host.astype(np.float64)
             for _ in range(ROUNDS):
-                want = want - 0.001 * want.sum(axis=-1, keepdims=True)
+                want = want - 0.001 * want.sum(axis=0, keepdims=True)
             profiled = gpuflow.evaluate(rounds(x), profile=True)
             steps = list(profiled.timings.steps)
             result = {

@@ -195,6 +195,24 @@ class DeviceImport {
                                       Stream& stream) const = 0;
 };
 
+// How Backend::CopyFrom moved the bytes.
+enum class CopyRoute {
+  kDevice,  // within one GPU (device to device)
+  kPeer,    // GPU to GPU directly (peer access)
+  kStaged,  // through host memory, piece by piece
+  kHost,    // host memory to host memory (the CPU backend)
+};
+// "device", "peer", "staged", "host".
+absl::string_view CopyRouteName(CopyRoute route);
+
+class Backend;
+
+// Copies n bytes of `src` (a buffer of `source`) into dst[0, n) (a buffer
+// of `target`) through pageable host memory, at most 4 MiB at a time:
+// what CopyFrom does between backends with no better way.
+absl::Status CopyThroughHost(Backend& source, const DeviceBuffer& src, Stream& src_stream,
+                             Backend& target, DeviceBuffer& dst, Stream& dst_stream, int64_t n);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -248,6 +266,17 @@ class Backend {
                                   Stream& stream) = 0;
   // Waits for all work submitted on `stream`.
   virtual absl::Status Synchronize(Stream& stream) = 0;
+
+  // Copies src[0, n) into dst[0, n): `src` is a buffer of `source` (this
+  // backend, or another device's of a server driving several), `dst` one of
+  // this backend. What is queued on `src_stream` is waited for first; the
+  // copy is complete when this returns. The CUDA backend copies peer to peer
+  // between devices that can reach each other's memory; the default, and
+  // the fallback, stages through host memory (CopyThroughHost). Says which
+  // way the bytes went.
+  virtual absl::StatusOr<CopyRoute> CopyFrom(Backend& source, const DeviceBuffer& src,
+                                             Stream& src_stream, DeviceBuffer& dst,
+                                             Stream& dst_stream, int64_t n);
 
   // Registers host memory [base, base + bytes) (a shared-memory region's
   // mapping) so the device copies straight from and to it: the CUDA backend

@@ -11,4 +11,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const CudaBackendOpti
       "toolkit)");
 }
 
+absl::StatusOr<int> VisibleDeviceCount() {
+  return absl::FailedPreconditionError("this build of gpuflow has no CUDA backend");
+}
+
 }  // namespace gpuflow::cuda

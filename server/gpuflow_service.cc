@@ -37,6 +37,7 @@ int64_t InlineBytes(const v1::ExecuteResponse& response) {
 
 void FillSessionInfo(const Session& session, const std::string& endpoint, v1::SessionInfo* info) {
   info->set_session_id(session.id());
+  info->set_device(session.device());
   info->set_endpoint(endpoint);
   info->set_label(session.label());
   info->set_memory_limit_bytes(session.memory_limit_bytes());
@@ -46,13 +47,38 @@ void FillSessionInfo(const Session& session, const std::string& endpoint, v1::Se
   DurationToProto(session.idle_ttl(), info->mutable_idle_ttl());
 }
 
+// ServerInfo.devices, and the load's device_free_bytes summed over the
+// healthy devices that report it.
+void FillDevices(const DeviceSet& devices, const std::vector<SessionRegistry::DeviceLoad>& loads,
+                 v1::ServerInfo* response) {
+  std::optional<int64_t> free_total;
+  for (int d = 0; d < devices.size(); ++d) {
+    const Backend& backend = devices.backend(d);
+    v1::DeviceInfo* info = response->add_devices();
+    info->set_id(devices.id(d));
+    info->set_description(backend.device_description());
+    info->set_uuid(backend.device_uuid());
+    info->set_healthy(backend.healthy());
+    info->set_sessions(loads[d].sessions);
+    info->set_bytes_held(loads[d].bytes);
+    const MemoryStats memory = backend.memory_stats();
+    if (memory.pool_used_bytes) info->set_pool_used_bytes(*memory.pool_used_bytes);
+    if (memory.pool_reserved_bytes) info->set_pool_reserved_bytes(*memory.pool_reserved_bytes);
+    if (memory.device_free_bytes) {
+      info->set_device_free_bytes(*memory.device_free_bytes);
+      if (backend.healthy()) free_total = free_total.value_or(0) + *memory.device_free_bytes;
+    }
+    if (memory.device_total_bytes) info->set_device_total_bytes(*memory.device_total_bytes);
+  }
+  if (free_total) response->mutable_load()->set_device_free_bytes(*free_total);
+}
+
 }  // namespace
 
-GpuFlowService::GpuFlowService(Backend& backend, SessionRegistry& registry, PlanCache& plans,
-                               GraphRunner& runner, ComputePool& pool, ServiceOptions options,
-                               Telemetry telemetry, const CallAuthenticator* auth)
-    : backend_(backend),
-      registry_(registry),
+GpuFlowService::GpuFlowService(SessionRegistry& registry, PlanCache& plans, GraphRunner& runner,
+                               ComputePool& pool, ServiceOptions options, Telemetry telemetry,
+                               const CallAuthenticator* auth)
+    : registry_(registry),
       plans_(plans),
       runner_(runner),
       pool_(pool),
@@ -99,10 +125,13 @@ absl::Status GpuFlowService::Admit(grpc::CallbackServerContext* context, RpcObse
 
 absl::StatusOr<std::shared_ptr<Session>> GpuFlowService::FindSession(const std::string& id,
                                                                      const Tenant* tenant) {
-  if (!backend_.healthy()) {
-    return absl::UnavailableError(absl::StrCat("the ", backend_.name(), " backend is unhealthy"));
-  }
-  return registry_.Get(id, tenant);
+  const DeviceSet& devices = registry_.devices();
+  if (devices.healthy_count() == 0) return CheckServing(devices, 0);
+  absl::StatusOr<std::shared_ptr<Session>> session = registry_.Get(id, tenant);
+  if (!session.ok()) return session.status();
+  // A sticky error on its device loses the session, not the others.
+  if (absl::Status s = CheckServing(devices, (*session)->device_index()); !s.ok()) return s;
+  return session;
 }
 
 CallerPermissions GpuFlowService::PermissionsOf(const Tenant& tenant) const {
@@ -126,11 +155,12 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
     if (own <= 0) return server;
     return server <= 0 ? own : std::min(server, own);
   };
+  const DeviceSet& devices = registry_.devices();
   response->set_version(GPUFLOW_VERSION);
-  response->set_backend(std::string(backend_.name()));
-  response->set_device(backend_.device_description());
-  response->set_device_uuid(backend_.device_uuid());
-  response->set_healthy(backend_.healthy());
+  response->set_backend(std::string(devices.backend(0).name()));
+  response->set_device(devices.backend(0).device_description());
+  response->set_device_uuid(devices.backend(0).device_uuid());
+  response->set_healthy(devices.healthy_count() > 0);
   response->set_tenant(tenant.name());
   // A tenant sees its own sessions only, and nothing of the caches' use,
   // which would tell it about the other tenants' work.
@@ -168,9 +198,7 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   load->set_sessions(static_cast<int32_t>(registry_.size()));
   load->set_bytes_held(registry_.budget().used());
   load->set_requests_in_flight(requests_in_flight_.load(std::memory_order_relaxed));
-  if (const std::optional<int64_t> free = backend_.memory_stats().device_free_bytes) {
-    load->set_device_free_bytes(*free);
-  }
+  FillDevices(devices, registry_.device_loads(), response);
   for (const DTypeInfo& info : AllDTypes()) response->add_dtypes(DTypeToProto(info.dtype));
   FillOpInfos(OpRegistry::Default(), response->mutable_ops());
   if (auth_->enabled()) return Finish(context, call, absl::OkStatus());
@@ -181,7 +209,19 @@ grpc::ServerUnaryReactor* GpuFlowService::GetServerInfo(grpc::CallbackServerCont
   plan_cache->set_evictions(plan_stats.evictions);
   plan_cache->set_entries(plan_stats.entries);
   // entries: kernels loaded in memory; bytes: the on-disk cache's size.
-  const KernelCacheStats kernel_stats = backend_.kernel_cache_stats();
+  KernelCacheStats kernel_stats;
+  for (int d = 0; d < devices.size(); ++d) {
+    const KernelCacheStats one = devices.backend(d).kernel_cache_stats();
+    kernel_stats.memory_hits += one.memory_hits;
+    kernel_stats.disk_hits += one.disk_hits;
+    kernel_stats.misses += one.misses;
+    kernel_stats.evictions += one.evictions;
+    kernel_stats.compile_seconds += one.compile_seconds;
+    kernel_stats.memory_entries += one.memory_entries;
+    // One directory shared by every device: its size, not a sum.
+    kernel_stats.disk_bytes = std::max(kernel_stats.disk_bytes, one.disk_bytes);
+    kernel_stats.disk_entries = std::max(kernel_stats.disk_entries, one.disk_entries);
+  }
   v1::CacheStats* kernel_cache = response->mutable_kernel_cache();
   kernel_cache->set_memory_hits(kernel_stats.memory_hits);
   kernel_cache->set_disk_hits(kernel_stats.disk_hits);
@@ -202,10 +242,11 @@ grpc::ServerUnaryReactor* GpuFlowService::CreateSession(grpc::CallbackServerCont
   RpcObserver call(telemetry_, RpcMethod::kCreateSession);
   call.set_session_label(request->label());
   if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
-  if (!backend_.healthy()) {
+  if (registry_.devices().healthy_count() == 0) {
     return Finish(context, call, absl::UnavailableError("the backend is unhealthy"));
   }
   SessionOptions options;
+  if (request->has_device()) options.device = request->device();
   options.label = request->label();
   options.tenant = call.tenant();
   options.memory_limit_bytes = request->memory_limit_bytes();
@@ -261,9 +302,8 @@ class GpuFlowService::UploadReactor final : public grpc::ServerReadReactor<grpc:
       : service_(service),
         context_(context),
         response_(response),
-        upload_(service.backend_, service.registry_,
-                {.max_array_bytes = service.options_.max_array_bytes,
-                 .max_chunk_bytes = service.options_.max_chunk_bytes}),
+        upload_(service.registry_, {.max_array_bytes = service.options_.max_array_bytes,
+                                    .max_chunk_bytes = service.options_.max_chunk_bytes}),
         call_(service.telemetry_, RpcMethod::kUploadArray) {
     if (absl::Status s = service.Admit(context, call_); !s.ok()) {
       FinishUpload(s);
@@ -427,13 +467,13 @@ class GpuFlowService::DownloadReactor final
   }
 
   absl::Status Start(GpuFlowService& service, const v1::DownloadArrayRequest& request) {
-    backend_ = &service.backend_;
     call_.set_session_id(request.session_id());
     if (absl::Status s = service.Admit(context_, call_); !s.ok()) return s;
     absl::StatusOr<std::shared_ptr<Session>> session =
         service.FindSession(request.session_id(), call_.tenant().get());
     if (!session.ok()) return session.status();
     session_ = std::move(*session);
+    backend_ = &session_->backend();
     call_.set_session(*session_);
     absl::StatusOr<Array> array = session_->GetArray(request.name());
     if (!array.ok()) return array.status();
@@ -627,7 +667,7 @@ absl::Status GpuFlowService::ObservedExecute(Session& session, const v1::Execute
   if (!status.ok()) return status;
   const v1::Timings& timings = response->timings();
   if (telemetry_.metrics != nullptr) {
-    telemetry_.metrics->RecordExecute(timings);
+    telemetry_.metrics->RecordExecute(timings, session.device_index());
     telemetry_.metrics->AddTransferBytes(TransferDirection::kDownload, InlineBytes(*response));
   }
   if (!timings.plan_cache_hit() && telemetry_.log != nullptr) {
@@ -646,7 +686,7 @@ absl::Status GpuFlowService::ObservedBenchmark(Session& session,
                                                const CallerPermissions& caller) {
   absl::Status status = runner_.Benchmark(session, request, response, &control, caller);
   if (!status.ok()) return status;
-  response->set_device(backend_.device());
+  response->set_device(session.backend().device());
   // Kernels compile in the first run only.
   const v1::Timings& first = response->first_run();
   ObserveCompiles(RpcMethod::kBenchmark, session.label(), first.kernels_compiled(),
@@ -694,7 +734,7 @@ grpc::ServerUnaryReactor* GpuFlowService::Precompile(grpc::CallbackServerContext
                                                      v1::PrecompileResponse* response) {
   RpcObserver call(telemetry_, RpcMethod::kPrecompile);
   if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
-  if (!backend_.healthy()) {
+  if (registry_.devices().healthy_count() == 0) {
     return Finish(context, call, absl::UnavailableError("the backend is unhealthy"));
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

@@ -2,7 +2,7 @@
 // server info. It translates protobuf to engine calls and absl::Status to
 // grpc::Status; it holds no state of its own beyond what it is given.
 //
-//   GpuFlowService service(backend, registry, plans, runner, pool, options, telemetry, &auth);
+//   GpuFlowService service(registry, plans, runner, pool, options, telemetry, &auth);
 //   builder.RegisterService(&service);
 //
 // Every call is admitted first: its tenant authenticated (CallAuthenticator;
@@ -72,11 +72,13 @@ struct ServiceOptions {
 class GpuFlowService final
     : public v1::GpuFlow::WithRawCallbackMethod_UploadArray<v1::GpuFlow::CallbackService> {
  public:
-  // Everything passed in must outlive the service. Graph work runs on `pool`,
+  // Everything passed in must outlive the service. Sessions live on the
+  // devices of registry.devices() (each call uses its session's device);
+  // ServerInfo lists them all. Graph work runs on `pool`,
   // in the group of the caller's tenant. Every call is reported to
   // `telemetry` (metrics, request log, health). `auth` null: no tenants,
   // every caller is one anonymous tenant without limits.
-  GpuFlowService(Backend& backend, SessionRegistry& registry, PlanCache& plans, GraphRunner& runner,
+  GpuFlowService(SessionRegistry& registry, PlanCache& plans, GraphRunner& runner,
                  ComputePool& pool, ServiceOptions options, Telemetry telemetry = {},
                  const CallAuthenticator* auth = nullptr);
 
@@ -105,6 +107,10 @@ class GpuFlowService final
   grpc::ServerUnaryReactor* DeleteArray(grpc::CallbackServerContext* context,
                                         const v1::DeleteArrayRequest* request,
                                         v1::DeleteArrayResponse* response) override;
+  // Between sessions, whichever devices hold them (array_copy_service.cc).
+  grpc::ServerUnaryReactor* CopyArray(grpc::CallbackServerContext* context,
+                                      const v1::CopyArrayRequest* request,
+                                      v1::CopyArrayResponse* response) override;
   grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
                                     const v1::ExecuteRequest* request,
                                     v1::ExecuteResponse* response) override;
@@ -142,8 +148,8 @@ class GpuFlowService final
   // recorded on `call` (which holds the slot until it finishes).
   absl::Status Admit(grpc::CallbackServerContext* context, RpcObserver& call) const;
 
-  // UNAVAILABLE when the backend is unhealthy, else the live session of
-  // `tenant`.
+  // UNAVAILABLE when no device can serve, or the session's device is
+  // unhealthy; else the live session of `tenant`.
   absl::StatusOr<std::shared_ptr<Session>> FindSession(const std::string& id, const Tenant* tenant);
 
   // Answers a shared-memory call the server's flags refuse with `why`
@@ -188,7 +194,6 @@ class GpuFlowService final
   // Adds the retry trailer to a call ending with a retryable refusal.
   static void AddRetryHint(grpc::ServerContextBase* context, const absl::Status& status);
 
-  Backend& backend_;
   SessionRegistry& registry_;
   PlanCache& plans_;
   GraphRunner& runner_;

@@ -132,7 +132,17 @@ void FillTimings(const RunResult& run, v1::Timings* t) {
 }  // namespace
 
 GraphRunner::GraphRunner(Backend& backend, PlanCache& plans, GraphLimits limits)
-    : backend_(backend), plans_(plans), limits_(limits) {}
+    : GraphRunner(std::make_unique<DeviceSet>(backend), nullptr, plans, limits) {}
+
+GraphRunner::GraphRunner(const DeviceSet& devices, PlanCache& plans, GraphLimits limits)
+    : GraphRunner(nullptr, &devices, plans, limits) {}
+
+GraphRunner::GraphRunner(std::unique_ptr<DeviceSet> own, const DeviceSet* devices, PlanCache& plans,
+                         GraphLimits limits)
+    : own_devices_(std::move(own)),
+      devices_(devices != nullptr ? *devices : *own_devices_),
+      plans_(plans),
+      limits_(limits) {}
 
 absl::StatusOr<GraphRunner::Prepared> GraphRunner::Prepare(
     const v1::Graph& proto, const ArrayTypeLookup& lookup,
@@ -401,12 +411,13 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
   // Short work goes on the priority stream, after what the session queued
   // on its own (uploads); work on the priority stream is done by the time
   // this returns, so nothing there needs waiting for in turn.
+  Backend& backend = session.backend();
   Stream& stream = prepared->short_work ? session.priority_stream() : session.stream();
   if (&stream != &session.stream()) {
-    if (absl::Status s = backend_.OrderAfter(stream, session.stream()); !s.ok()) return s;
+    if (absl::Status s = backend.OrderAfter(stream, session.stream()); !s.ok()) return s;
   }
   absl::StatusOr<RunResult> run =
-      backend_.Run(prepared->graph, *prepared->plan.plan, arrays, stream, options);
+      backend.Run(prepared->graph, *prepared->plan.plan, arrays, stream, options);
   if (!run.ok()) return run.status();
   const double run_seconds = SecondsSince(run_start);
 
@@ -424,13 +435,13 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
       std::string* data = value->mutable_data();
       data->resize(array.num_bytes());
       if (absl::Status s =
-              backend_.CopyToHost(*array.buffer, 0, array.num_bytes(), data->data(), stream);
+              backend.CopyToHost(*array.buffer, 0, array.num_bytes(), data->data(), stream);
           !s.ok()) {
         return s;
       }
     }
   }
-  if (absl::Status s = backend_.Synchronize(stream); !s.ok()) return s;
+  if (absl::Status s = backend.Synchronize(stream); !s.ok()) return s;
   if (run->gpu_seconds_after_sync) run->gpu_seconds = run->gpu_seconds_after_sync();
   if (run->error_after_sync) {
     if (absl::Status s = run->error_after_sync(); !s.ok()) return s;
@@ -440,7 +451,7 @@ absl::Status GraphRunner::Execute(Session& session, const v1::ExecuteRequest& re
     const Array& array = run->outputs[i];
     if (array.num_bytes() == 0) continue;
     if (absl::Status s =
-            regions[i]->CopyFromDevice(backend_, *array.buffer, array.num_bytes(),
+            regions[i]->CopyFromDevice(backend, *array.buffer, array.num_bytes(),
                                        request.outputs(i).shared_memory().offset(), stream);
         !s.ok()) {
       return s;
@@ -626,10 +637,10 @@ absl::Status GraphRunner::Benchmark(Session& session, const v1::BenchmarkRequest
     if (control != nullptr) {
       if (absl::Status s = control->CheckContinue(); !s.ok()) return s;
     }
-    absl::StatusOr<RunResult> run =
-        backend_.Run(prepared->graph, *prepared->plan.plan, arrays, session.stream(), options);
+    absl::StatusOr<RunResult> run = session.backend().Run(prepared->graph, *prepared->plan.plan,
+                                                          arrays, session.stream(), options);
     if (!run.ok()) return run.status();
-    if (absl::Status s = backend_.Synchronize(session.stream()); !s.ok()) return s;
+    if (absl::Status s = session.backend().Synchronize(session.stream()); !s.ok()) return s;
     return run;
   };
 
@@ -680,16 +691,23 @@ absl::Status GraphRunner::Precompile(const v1::PrecompileRequest& request,
                           absl::StrCat("graph ", i, ": ", prepared.status().message()));
     }
     // The CPU backend compiles nothing; the CUDA backend compiles (or finds
-    // in its kernel cache) every kernel Run would launch.
-    absl::StatusOr<PrecompileResult> compiled =
-        backend_.Precompile(prepared->graph, *prepared->plan.plan);
-    if (!compiled.ok()) {
-      return absl::Status(compiled.status().code(),
-                          absl::StrCat("graph ", i, ": ", compiled.status().message()));
+    // in its kernel cache) every kernel Run would launch, on each device.
+    for (int d = 0; d < devices_.size(); ++d) {
+      Backend& backend = devices_.backend(d);
+      if (!backend.healthy()) continue;
+      absl::StatusOr<PrecompileResult> compiled =
+          backend.Precompile(prepared->graph, *prepared->plan.plan);
+      if (!compiled.ok()) {
+        return absl::Status(
+            compiled.status().code(),
+            absl::StrCat("graph ", i, ": ",
+                         devices_.size() > 1 ? absl::StrCat(devices_.Describe(d), ": ") : "",
+                         compiled.status().message()));
+      }
+      response->set_kernels_compiled(response->kernels_compiled() + compiled->kernels_compiled);
+      response->set_kernels_cached(response->kernels_cached() + compiled->kernels_cached);
+      response->set_compile_seconds(response->compile_seconds() + compiled->compile_seconds);
     }
-    response->set_kernels_compiled(response->kernels_compiled() + compiled->kernels_compiled);
-    response->set_kernels_cached(response->kernels_cached() + compiled->kernels_cached);
-    response->set_compile_seconds(response->compile_seconds() + compiled->compile_seconds);
   }
   return absl::OkStatus();
 }

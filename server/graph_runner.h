@@ -29,6 +29,7 @@
 #include "engine/backend.h"
 #include "engine/plan/plan.h"
 #include "gpuflow/v1/service.pb.h"
+#include "server/device_set.h"
 #include "server/session_registry.h"
 
 namespace gpuflow::server {
@@ -121,8 +122,12 @@ struct CallTiming {
 
 class GraphRunner {
  public:
-  // `backend` and `plans` must outlive the runner.
+  // `backend` and `plans` must outlive the runner. Sessions run on their
+  // own device's backend (Session::backend()); `backend` serves Precompile.
   GraphRunner(Backend& backend, PlanCache& plans, GraphLimits limits);
+  // Precompile compiles for every device of `devices` (which must outlive
+  // the runner).
+  GraphRunner(const DeviceSet& devices, PlanCache& plans, GraphLimits limits);
 
   // Runs request.graph in `session`; stores or returns the outputs. Every
   // limit (output sizes, the session's quota for stored outputs, the reply's
@@ -161,7 +166,9 @@ class GraphRunner {
                          const CallerPermissions& caller = {});
 
   // Validates and plans the graphs against the declared array types (and, on
-  // the CUDA backend, compiles their kernels). Errors name the graph
+  // the CUDA backend, compiles their kernels for every healthy device: the
+  // first compiles, the others find the cubins in the shared on-disk cache;
+  // the counts are summed over devices). Errors name the graph
   // ("graph 2: ..."). `control` is checked between graphs.
   absl::Status Precompile(const v1::PrecompileRequest& request, v1::PrecompileResponse* response,
                           RunControl* control = nullptr, const CallerPermissions& caller = {});
@@ -202,7 +209,12 @@ class GraphRunner {
                                                std::vector<Array>* arrays) const;
   void Remember(const RequestKey& key, std::shared_ptr<const Prepared> prepared);
 
-  Backend& backend_;
+  GraphRunner(std::unique_ptr<DeviceSet> own, const DeviceSet* devices, PlanCache& plans,
+              GraphLimits limits);
+
+  // Set when the runner was given one backend (before devices_).
+  const std::unique_ptr<DeviceSet> own_devices_;
+  const DeviceSet& devices_;
   PlanCache& plans_;
   const GraphLimits limits_;
 

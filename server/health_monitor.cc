@@ -4,11 +4,23 @@
 
 namespace gpuflow::server {
 
-HealthMonitor::HealthMonitor(const Backend& backend, std::vector<std::string> services,
+HealthMonitor::HealthMonitor(Backend& backend, std::vector<std::string> services,
                              HealthMonitorOptions options)
-    : backend_(backend), services_(std::move(services)), options_(options) {
+    : HealthMonitor(std::make_unique<DeviceSet>(backend), nullptr, std::move(services), options) {}
+
+HealthMonitor::HealthMonitor(const DeviceSet& devices, std::vector<std::string> services,
+                             HealthMonitorOptions options)
+    : HealthMonitor(nullptr, &devices, std::move(services), options) {}
+
+HealthMonitor::HealthMonitor(std::unique_ptr<DeviceSet> own, const DeviceSet* devices,
+                             std::vector<std::string> services, HealthMonitorOptions options)
+    : own_devices_(std::move(own)),
+      devices_(devices != nullptr ? *devices : *own_devices_),
+      services_(std::move(services)),
+      options_(options) {
   absl::MutexLock lock(&mu_);
-  serving_ = backend_.healthy();
+  serving_ = devices_.healthy_count() > 0;
+  device_healthy_.assign(devices_.size(), true);
 }
 
 HealthMonitor::~HealthMonitor() {
@@ -24,7 +36,7 @@ void HealthMonitor::Start(grpc::HealthCheckServiceInterface* health) {
     absl::MutexLock lock(&mu_);
     if (shut_down_ || health_ != nullptr) return;
     health_ = health;
-    serving_ = backend_.healthy();
+    serving_ = devices_.healthy_count() > 0;
     for (const std::string& service : services_) health_->SetServingStatus(service, serving_);
   }
   if (options_.interval > absl::ZeroDuration()) {
@@ -35,10 +47,11 @@ void HealthMonitor::Start(grpc::HealthCheckServiceInterface* health) {
 }
 
 void HealthMonitor::Check() {
-  const bool healthy = backend_.healthy();
+  const bool healthy = devices_.healthy_count() > 0;
   bool report = false;
   {
     absl::MutexLock lock(&mu_);
+    LogDeviceChanges();
     if (!healthy && !reported_unhealthy_) {
       reported_unhealthy_ = true;
       report = true;
@@ -52,11 +65,28 @@ void HealthMonitor::Publish(bool serving) {
   serving_ = serving;
   for (const std::string& service : services_) health_->SetServingStatus(service, serving);
   if (options_.log == nullptr) return;
+  const std::string backend(devices_.backend(0).name());
   if (serving) {
-    options_.log->Info("health: SERVING", {{"backend", backend_.name()}});
+    options_.log->Info("health: SERVING", {{"backend", backend}});
   } else {
-    options_.log->Error("health: NOT_SERVING, the backend is unhealthy",
-                        {{"backend", backend_.name()}});
+    options_.log->Error(devices_.size() == 1 ? "health: NOT_SERVING, the backend is unhealthy"
+                                             : "health: NOT_SERVING, every device is unhealthy",
+                        {{"backend", backend}});
+  }
+}
+
+void HealthMonitor::LogDeviceChanges() {
+  if (devices_.size() == 1) return;  // Publish says it all
+  for (int d = 0; d < devices_.size(); ++d) {
+    const bool healthy = devices_.backend(d).healthy();
+    if (healthy == device_healthy_[d]) continue;
+    device_healthy_[d] = healthy;
+    if (options_.log == nullptr || healthy) continue;
+    options_.log->Error("device unhealthy: its sessions are lost, new sessions go to the others",
+                        {{"device", static_cast<int64_t>(devices_.id(d))},
+                         {"backend", std::string(devices_.backend(d).name())},
+                         {"healthy_devices", static_cast<int64_t>(devices_.healthy_count())},
+                         {"devices", static_cast<int64_t>(devices_.size())}});
   }
 }
 

@@ -1,6 +1,8 @@
-// Keeps grpc.health.v1 in step with the backend: SERVING while
-// Backend::healthy(), NOT_SERVING after a sticky device error, and
-// NOT_SERVING for good once the server shuts down.
+// Keeps grpc.health.v1 in step with the devices: SERVING while any device
+// is healthy (Backend::healthy()), NOT_SERVING once a sticky error has hit
+// every one of them, and NOT_SERVING for good once the server shuts down.
+// A device that fails while others serve is logged, not published: only its
+// own sessions are lost.
 //
 //   HealthMonitor health(backend, {"", "gpuflow.v1.GpuFlow"}, {.interval = absl::Seconds(1)});
 //   ... build the grpc::Server (the service may already call Check()) ...
@@ -14,6 +16,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +26,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "engine/backend.h"
+#include "server/device_set.h"
 #include "server/logging.h"
 
 namespace gpuflow::server {
@@ -33,7 +37,7 @@ struct HealthMonitorOptions {
   // Status changes are logged here (may be null).
   Logger* log = nullptr;
   // Called (once, on the thread that noticed, outside the monitor's lock)
-  // when the backend first turns unhealthy: main uses it to drain and exit
+  // when no device is healthy any more: main uses it to drain and exit
   // (--exit_on_device_error). May be empty.
   std::function<void()> on_unhealthy = nullptr;
 };
@@ -42,7 +46,10 @@ class HealthMonitor {
  public:
   // Watches `backend` on behalf of `services` ("" is the server as a
   // whole); publishes nothing until Start.
-  HealthMonitor(const Backend& backend, std::vector<std::string> services,
+  HealthMonitor(Backend& backend, std::vector<std::string> services,
+                HealthMonitorOptions options = {});
+  // Watches every device of `devices` (which must outlive the monitor).
+  HealthMonitor(const DeviceSet& devices, std::vector<std::string> services,
                 HealthMonitorOptions options = {});
   // Stops polling (does not change the published status).
   ~HealthMonitor();
@@ -53,7 +60,7 @@ class HealthMonitor {
   // options.interval. Call once; no-op after Shutdown.
   void Start(grpc::HealthCheckServiceInterface* health) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Reads backend.healthy() now and publishes it if it changed (a failed
+  // Reads the devices' health now and publishes it if it changed (a failed
   // request calls this so the flip does not wait for the next poll). No-op
   // before Start and after Shutdown.
   void Check() ABSL_LOCKS_EXCLUDED(mu_);
@@ -65,9 +72,15 @@ class HealthMonitor {
   bool serving() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  HealthMonitor(std::unique_ptr<DeviceSet> own, const DeviceSet* devices,
+                std::vector<std::string> services, HealthMonitorOptions options);
   void Publish(bool serving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Logs devices that turned unhealthy since the last look.
+  void LogDeviceChanges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const Backend& backend_;
+  // Set when the monitor was given one backend (before devices_).
+  const std::unique_ptr<DeviceSet> own_devices_;
+  const DeviceSet& devices_;
   const std::vector<std::string> services_;
   const HealthMonitorOptions options_;
 
@@ -76,6 +89,8 @@ class HealthMonitor {
   bool serving_ ABSL_GUARDED_BY(mu_) = false;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   bool reported_unhealthy_ ABSL_GUARDED_BY(mu_) = false;
+  // Each device's health as last logged.
+  std::vector<bool> device_healthy_ ABSL_GUARDED_BY(mu_);
   absl::Notification stop_;
   std::thread poller_;
 };

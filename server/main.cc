@@ -31,6 +31,7 @@
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/kernel_cache.h"
 #include "server/call_auth.h"
+#include "server/device_set.h"
 #include "server/flags.h"
 #include "server/gpuflow_service.h"
 #include "server/health_monitor.h"
@@ -72,7 +73,14 @@ ABSL_FLAG(int, max_graph_nodes, 10000, "Most nodes in one graph");
 ABSL_FLAG(bool, allow_raw_kernels, false,
           "Accept raw_kernel nodes (CuPy RawKernel): their CUDA code can read and write any "
           "memory of the process, so enable this only for trusted clients");
-ABSL_FLAG(int, device, 0, "CUDA device ordinal (cuda backend)");
+ABSL_FLAG(int, device, 0, "CUDA device ordinal (cuda backend) of a server of one device");
+ABSL_FLAG(std::string, devices, "",
+          "Devices to drive, one backend instance each (docs/multi-gpu.md): cuda: all, or "
+          "ordinals such as 0,1,3; cpu: a count N of virtual devices; empty: one device "
+          "(--device)");
+ABSL_FLAG(bool, testonly_device_faults, false,
+          "Test only (cpu backend): a raw_kernel named gpuflow_injected_device_fault fails its "
+          "session's device as a sticky CUDA error would (needs --allow_raw_kernels)");
 ABSL_FLAG(int, reduction_blocks_per_sm, 4,
           "Reductions with too few outputs to fill the GPU split their reduced range until about "
           "this many blocks per SM run (cuda backend; tuning)");
@@ -194,6 +202,7 @@ const std::vector<std::string> kEnvFlags = {
     "max_fused_ops",
     "max_benchmark_duration",
     "device",
+    "devices",
     "pool_release_threshold",
     "pool_reserve",
     "reduction_blocks_per_sm",
@@ -254,35 +263,104 @@ absl::Status ConfigureLog() {
   return absl::OkStatus();
 }
 
-// auto: the CUDA backend when this build has one and a device is usable,
-// else the CPU backend (saying why).
-absl::StatusOr<std::unique_ptr<gpuflow::Backend>> CreateBackend(const std::string& name) {
-  if (name == "cpu") return gpuflow::CreateCpuBackend();
-  if (name != "cuda" && name != "auto") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--backend='", name, "': expected auto, cpu or cuda"));
-  }
+gpuflow::cuda::CudaBackendOptions CudaOptions(int device) {
   gpuflow::cuda::CudaBackendOptions options;
-  options.device = absl::GetFlag(FLAGS_device);
+  options.device = device;
   options.pool_release_threshold = absl::GetFlag(FLAGS_pool_release_threshold).bytes;
   options.pool_reserve = absl::GetFlag(FLAGS_pool_reserve).bytes;
   options.reduction_blocks_per_sm = std::max(1, absl::GetFlag(FLAGS_reduction_blocks_per_sm));
   options.cuda_include_dir = absl::GetFlag(FLAGS_cuda_include_dir);
+  // One on-disk cache for every device: what one compiled, the others load.
   options.kernel_cache_dir =
       gpuflow::cuda::ResolveKernelCacheDir(absl::GetFlag(FLAGS_kernel_cache_dir));
   options.kernel_cache_max_bytes = absl::GetFlag(FLAGS_kernel_cache_max_bytes).bytes;
   options.kernel_cache_preload_bytes = absl::GetFlag(FLAGS_kernel_cache_preload).bytes;
-  absl::StatusOr<std::unique_ptr<gpuflow::Backend>> cuda =
-      gpuflow::cuda::CreateCudaBackend(options);
-  if (cuda.ok()) {
+  return options;
+}
+
+// --devices on the CPU backend: that many independent instances.
+absl::StatusOr<std::unique_ptr<gpuflow::server::DeviceSet>> CreateCpuDevices(
+    const std::string& why_cpu) {
+  absl::StatusOr<gpuflow::server::DeviceList> list = gpuflow::server::ParseDevicesFlag(
+      absl::GetFlag(FLAGS_devices), gpuflow::server::DeviceKind::kCpu, 0);
+  if (!list.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(list.status().message(), why_cpu));
+  }
+  const bool faults = absl::GetFlag(FLAGS_testonly_device_faults);
+  std::vector<std::unique_ptr<gpuflow::Backend>> backends;
+  std::vector<int> ids = list->ids;
+  if (ids.empty()) {
+    backends.push_back(gpuflow::CreateCpuBackend({.fault_injection = faults}));
+    ids = {0};
+  } else {
+    for (int id : ids) {
+      backends.push_back(
+          gpuflow::CreateCpuBackend({.virtual_device = id, .fault_injection = faults}));
+    }
+  }
+  return std::make_unique<gpuflow::server::DeviceSet>(std::move(backends), std::move(ids));
+}
+
+// The devices --backend and --devices ask for. auto: the CUDA backend when
+// this build has one and a device is usable, else the CPU backend (saying
+// why).
+absl::StatusOr<std::unique_ptr<gpuflow::server::DeviceSet>> CreateDevices(const std::string& name) {
+  if (name == "cpu") return CreateCpuDevices("");
+  if (name != "cuda" && name != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend='", name, "': expected auto, cpu or cuda"));
+  }
+  const std::string spec = absl::GetFlag(FLAGS_devices);
+  if (!spec.empty() && absl::GetFlag(FLAGS_device) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device=", absl::GetFlag(FLAGS_device), " and --devices=", spec,
+                     " both name devices: give the ordinals in --devices alone"));
+  }
+  std::vector<int> ids = {absl::GetFlag(FLAGS_device)};
+  absl::Status unusable = absl::OkStatus();
+  if (!spec.empty()) {
+    absl::StatusOr<int> visible = gpuflow::cuda::VisibleDeviceCount();
+    if (visible.ok() && *visible == 0) {
+      visible = absl::FailedPreconditionError("no CUDA device is visible");
+    }
+    if (!visible.ok()) {
+      unusable = visible.status();
+    } else {
+      absl::StatusOr<gpuflow::server::DeviceList> list =
+          gpuflow::server::ParseDevicesFlag(spec, gpuflow::server::DeviceKind::kCuda, *visible);
+      if (!list.ok()) return list.status();
+      ids = list->ids;
+    }
+  }
+  std::vector<std::unique_ptr<gpuflow::Backend>> backends;
+  for (int id : ids) {
+    if (!unusable.ok()) break;
+    absl::StatusOr<std::unique_ptr<gpuflow::Backend>> cuda =
+        gpuflow::cuda::CreateCudaBackend(CudaOptions(id));
+    if (!cuda.ok()) {
+      // One device of several that cannot start is an error, whatever
+      // --backend says: the operator asked for it.
+      if (ids.size() > 1) {
+        return absl::Status(cuda.status().code(), absl::StrCat("--devices=", spec, ": device ", id,
+                                                               ": ", cuda.status().message()));
+      }
+      unusable = cuda.status();
+      break;
+    }
+    backends.push_back(*std::move(cuda));
+  }
+  if (unusable.ok()) {
+    const gpuflow::cuda::CudaBackendOptions options = CudaOptions(ids[0]);
     Log(options.kernel_cache_dir.empty()
             ? std::string("kernel cache: memory only")
             : absl::StrCat("kernel cache: ", options.kernel_cache_dir, " (at most ",
                            gpuflow::server::FormatByteCount(options.kernel_cache_max_bytes), ")"));
+    return std::make_unique<gpuflow::server::DeviceSet>(std::move(backends), std::move(ids));
   }
-  if (cuda.ok() || name == "cuda") return cuda;
-  Log(absl::StrCat("no usable CUDA device, using the CPU backend: ", cuda.status().message()));
-  return gpuflow::CreateCpuBackend();
+  if (name == "cuda") return unusable;
+  Log(absl::StrCat("no usable CUDA device, using the CPU backend: ", unusable.message()));
+  return CreateCpuDevices(
+      absl::StrCat(" (no usable CUDA device, so the cpu backend: ", unusable.message(), ")"));
 }
 
 // --precompile=FILE: compiles the file's graphs before serving, logging
@@ -346,11 +424,13 @@ class StopRequest {
   Reason reason_ ABSL_GUARDED_BY(mu_) = kNone;
 };
 
-// 80% of the device's memory (cuda) or of the host's physical memory (cpu):
-// the default of --max_memory_bytes.
-int64_t DefaultMaxMemoryBytes(const gpuflow::Backend& backend) {
-  const gpuflow::MemoryStats stats = backend.memory_stats();
-  int64_t total = stats.device_total_bytes.value_or(0);
+// 80% of the devices' memory (cuda) or of the host's physical memory (cpu,
+// however many virtual devices): the default of --max_memory_bytes.
+int64_t DefaultMaxMemoryBytes(const gpuflow::server::DeviceSet& devices) {
+  int64_t total = 0;
+  for (int d = 0; d < devices.size(); ++d) {
+    total += devices.backend(d).memory_stats().device_total_bytes.value_or(0);
+  }
   if (total <= 0) {
     total = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   }
@@ -461,11 +541,22 @@ int main(int argc, char** argv) {
     }
   }
 
-  absl::StatusOr<std::unique_ptr<gpuflow::Backend>> backend =
-      CreateBackend(absl::GetFlag(FLAGS_backend));
-  if (!backend.ok()) {
-    Log(absl::StrCat("error: ", backend.status().message()));
-    return 1;
+  absl::StatusOr<std::unique_ptr<gpuflow::server::DeviceSet>> created =
+      CreateDevices(absl::GetFlag(FLAGS_backend));
+  if (!created.ok()) {
+    Log(absl::StrCat("error: ", created.status().message()));
+    return created.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  const gpuflow::server::DeviceSet& devices = **created;
+  // The first device stands for the server where one name is wanted (logs,
+  // build info).
+  gpuflow::Backend& first = devices.backend(0);
+  if (devices.size() > 1) {
+    std::vector<std::string> names;
+    for (int d = 0; d < devices.size(); ++d) {
+      names.push_back(absl::StrCat(devices.id(d), ": ", devices.backend(d).device_description()));
+    }
+    Log(absl::StrCat("devices: ", devices.size(), " (", absl::StrJoin(names, "; "), ")"));
   }
 
   gpuflow::server::SessionRegistryOptions session_options;
@@ -503,12 +594,12 @@ int main(int argc, char** argv) {
   }
   session_options.max_total_bytes = absl::GetFlag(FLAGS_max_memory_bytes).bytes;
   if (session_options.max_total_bytes <= 0) {
-    session_options.max_total_bytes = DefaultMaxMemoryBytes(**backend);
+    session_options.max_total_bytes = DefaultMaxMemoryBytes(devices);
   }
   Log(absl::StrCat("memory: sessions may hold ",
                    gpuflow::server::FormatByteCount(session_options.max_total_bytes),
                    " in all (--max_memory_bytes)"));
-  gpuflow::server::SessionRegistry registry(**backend, session_options);
+  gpuflow::server::SessionRegistry registry(devices, session_options);
   if (tenants != nullptr) {
     std::vector<std::string> names;
     for (const auto& tenant : tenants->tenants()) names.push_back(tenant->name());
@@ -548,7 +639,7 @@ int main(int argc, char** argv) {
       gpuflow::PlanOptions{.max_fused_ops = absl::GetFlag(FLAGS_max_fused_ops)},
       absl::GetFlag(FLAGS_plan_cache_entries));
   gpuflow::server::GraphRunner runner(
-      **backend, plans,
+      devices, plans,
       {.max_graph_nodes = service_options.max_graph_nodes,
        .max_inline_bytes = service_options.max_inline_bytes,
        .max_array_bytes = service_options.max_array_bytes,
@@ -574,17 +665,20 @@ int main(int argc, char** argv) {
                                     absl::GetFlag(FLAGS_max_session_compute_threads),
                                     tenants != nullptr ? std::max(1, compute_threads - 1) : 0);
   // Metrics and health watch the backend, the sessions and the plan cache.
-  gpuflow::server::ServerMetrics metrics;
-  metrics.AddCollectors(**backend, registry, plans);
+  gpuflow::server::ServerMetricsOptions metrics_options;
+  metrics_options.device_ids.clear();
+  for (int d = 0; d < devices.size(); ++d) metrics_options.device_ids.push_back(devices.id(d));
+  gpuflow::server::ServerMetrics metrics(metrics_options);
+  metrics.AddCollectors(registry, plans);
   metrics.SetBuildInfo({.version = GPUFLOW_VERSION,
-                        .backend = std::string((*backend)->name()),
-                        .device = (*backend)->device_description(),
+                        .backend = std::string(first.name()),
+                        .device = first.device_description(),
                         .cuda = GPUFLOW_CUDA_VERSION});
   metrics.SetLimits(session_options.max_sessions, session_options.max_total_bytes);
   // Why the server stops: a signal, or a sticky device error.
   StopRequest stop;
   gpuflow::server::HealthMonitor health_monitor(
-      **backend, {"", "gpuflow.v1.GpuFlow"},
+      devices, {"", "gpuflow.v1.GpuFlow"},
       {.interval = absl::GetFlag(FLAGS_health_check_interval),
        .log = &ServerLog(),
        .on_unhealthy = [&stop] {
@@ -606,7 +700,7 @@ int main(int argc, char** argv) {
                      "/metrics"));
   }
   gpuflow::server::GpuFlowService service(
-      **backend, registry, plans, runner, pool, service_options,
+      registry, plans, runner, pool, service_options,
       {.metrics = &metrics, .log = &ServerLog(), .health = &health_monitor}, &auth);
   gpuflow::server::ReflectionService reflection(
       auth, {std::string(gpuflow::v1::GpuFlow::service_full_name()), "grpc.health.v1.Health"});
@@ -645,9 +739,10 @@ int main(int argc, char** argv) {
   }
   health_monitor.Start(server->GetHealthCheckService());
   Log(absl::StrCat("serving on ", absl::GetFlag(FLAGS_address), ":", bound_port, " (backend ",
-                   (*backend)->name(), ": ", (*backend)->device_description(), "; ",
-                   tls == nullptr ? "plaintext" : (tls->mutual() ? "mutual TLS" : "TLS"), ", ",
-                   tenants == nullptr ? "no authentication" : "bearer tokens", ")"));
+                   first.name(), ": ", first.device_description(),
+                   devices.size() > 1 ? absl::StrCat(" and ", devices.size() - 1, " more") : "",
+                   "; ", tls == nullptr ? "plaintext" : (tls->mutual() ? "mutual TLS" : "TLS"),
+                   ", ", tenants == nullptr ? "no authentication" : "bearer tokens", ")"));
   for (const std::string& warning :
        gpuflow::server::SecurityWarnings({.address = absl::GetFlag(FLAGS_address),
        .tls = tls != nullptr,
@@ -705,8 +800,10 @@ int main(int argc, char** argv) {
   });
   const StopRequest::Reason reason = stop.Wait();
   if (reason == StopRequest::kDeviceError) {
-    Log(absl::StrCat("error: the ", (*backend)->name(),
-                     " backend has a sticky device error; draining for at most ",
+    Log(absl::StrCat("error: the ", first.name(),
+                     devices.size() > 1 ? " backend has sticky device errors on every device"
+                                        : " backend has a sticky device error",
+                     "; draining for at most ",
                      absl::FormatDuration(absl::GetFlag(FLAGS_shutdown_grace)),
                      ", then exiting with status ", kExitDeviceError,
                      " (--exit_on_device_error) so the process is restarted"));

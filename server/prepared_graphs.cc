@@ -146,7 +146,7 @@ absl::Status GraphRunner::Keep(Session& session, std::shared_ptr<const Prepared>
     // The CPU backend compiles nothing; the CUDA backend compiles (or finds
     // in its kernel cache) every kernel Run would launch.
     absl::StatusOr<PrecompileResult> compiled =
-        backend_.Precompile(prepared->graph, *prepared->plan.plan);
+        session.backend().Precompile(prepared->graph, *prepared->plan.plan);
     if (!compiled.ok()) return compiled.status();
     info->set_kernels_compiled(compiled->kernels_compiled);
     info->set_kernels_cached(compiled->kernels_cached);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -16,9 +18,10 @@ using prometheus::Histogram;
 using prometheus::MetricType;
 
 constexpr StepKind kStepKinds[] = {
-    StepKind::kElementwise, StepKind::kReduction, StepKind::kScan,   StepKind::kMatmul,
-    StepKind::kShape,       StepKind::kCreation,  StepKind::kCustom, StepKind::kSort};
-static_assert(std::size(kStepKinds) == 8, "ServerMetrics::step_gpu_time_ has one per kind");
+    StepKind::kElementwise, StepKind::kReduction, StepKind::kScan,
+    StepKind::kMatmul,      StepKind::kShape,     StepKind::kCreation,
+    StepKind::kCustom,      StepKind::kSort,      StepKind::kRows};
+static_assert(std::size(kStepKinds) == 9, "ServerMetrics::step_gpu_time_ has one per kind");
 
 // 1, 2.5, 5 per decade from `low` up to and including `high`: fine enough
 // for latency quantiles, few enough series.
@@ -38,6 +41,12 @@ Histogram::BucketBoundaries RpcBuckets() {
   bounds.push_back(30);
   bounds.push_back(60);
   return bounds;
+}
+
+// One {device, state} sample of a memory figure, left out when unknown.
+void AddKnown(metrics::CallbackSink& out, const std::string& device, const char* state,
+              const std::optional<int64_t>& bytes) {
+  if (bytes) out.Add({{"device", device}, {"state", state}}, static_cast<double>(*bytes));
 }
 
 }  // namespace
@@ -80,6 +89,8 @@ absl::string_view RpcMethodName(RpcMethod method) {
       return "UploadFromSharedMemory";
     case RpcMethod::kDownloadToSharedMemory:
       return "DownloadToSharedMemory";
+    case RpcMethod::kCopyArray:
+      return "CopyArray";
   }
   return "Unknown";
 }
@@ -174,11 +185,17 @@ ServerMetrics::ServerMetrics(ServerMetricsOptions options)
   prometheus::Family<Histogram>& gpu_time =
       prometheus::BuildHistogram()
           .Name("gpuflow_gpu_time_seconds")
-          .Help("Device time of one plan step, by step kind (profiled Execute requests only).")
+          .Help(
+              "Device time of one plan step, by device and step kind (profiled Execute "
+              "requests only).")
           .Register(*registry_);
-  for (size_t i = 0; i < std::size(kStepKinds); ++i) {
-    step_gpu_time_[i] =
-        &gpu_time.Add({{"step", std::string(StepKindName(kStepKinds[i]))}}, phase_buckets);
+  for (int id : options_.device_ids) {
+    std::vector<Histogram*>& per_kind = step_gpu_time_.emplace_back();
+    for (size_t i = 0; i < std::size(kStepKinds); ++i) {
+      per_kind.push_back(&gpu_time.Add(
+          {{"device", absl::StrCat(id)}, {"step", std::string(StepKindName(kStepKinds[i]))}},
+          phase_buckets));
+    }
   }
   compile_seconds_ = &prometheus::BuildHistogram()
                           .Name("gpuflow_kernel_compile_seconds")
@@ -205,48 +222,67 @@ ServerMetrics::~ServerMetrics() {
 
 std::string ServerMetrics::Scrape() const { return metrics::Scrape(collectables()); }
 
-MemoryStats ServerMetrics::DeviceMemory() const {
+std::vector<MemoryStats> ServerMetrics::DeviceMemory() const {
   absl::MutexLock lock(&device_mu_);
   return device_memory_;
 }
 
-void ServerMetrics::AddCollectors(const Backend& backend, const SessionRegistry& sessions,
-                                  const PlanCache& plans) {
+void ServerMetrics::AddCollectors(const SessionRegistry& sessions, const PlanCache& plans) {
   using metrics::CallbackSink;
+  const DeviceSet& devices = sessions.devices();
   // Device memory comes from the driver: read here, then on the poller's
   // thread, never on a scrape's.
+  auto read_memory = [&devices] {
+    std::vector<MemoryStats> all;
+    for (int d = 0; d < devices.size(); ++d) all.push_back(devices.backend(d).memory_stats());
+    return all;
+  };
   {
-    const MemoryStats first = backend.memory_stats();
+    std::vector<MemoryStats> first = read_memory();
     absl::MutexLock lock(&device_mu_);
-    device_memory_ = first;
+    device_memory_ = std::move(first);
   }
-  device_poller_ = std::thread([this, &backend] {
+  device_poller_ = std::thread([this, read_memory] {
     while (!stop_polling_.WaitForNotificationWithTimeout(options_.device_poll_interval)) {
-      const MemoryStats now = backend.memory_stats();
+      std::vector<MemoryStats> now = read_memory();
       absl::MutexLock lock(&device_mu_);
-      device_memory_ = now;
+      device_memory_ = std::move(now);
     }
   });
+  // The `device` label of device index d.
+  auto label = [&devices](int d) { return absl::StrCat(devices.id(d)); };
   callbacks_->Add("gpuflow_kernel_compiles_total",
-                  "Kernels compiled by NVRTC since the server started.", MetricType::Counter,
-                  [&backend](CallbackSink& out) {
-                    out.Add(static_cast<double>(backend.kernel_cache_stats().compiles));
+                  "Kernels compiled by NVRTC since the server started, by device.",
+                  MetricType::Counter, [&devices, label](CallbackSink& out) {
+                    for (int d = 0; d < devices.size(); ++d) {
+                      out.Add(
+                          {{"device", label(d)}},
+                          static_cast<double>(devices.backend(d).kernel_cache_stats().compiles));
+                    }
                   });
   callbacks_->Add(
       "gpuflow_kernel_cache_lookups_total",
-      "Kernel cache lookups by result: memory_hit (loaded kernel), disk_hit (read from the "
-      "on-disk cache), miss (compiled).",
-      MetricType::Counter, [&backend](CallbackSink& out) {
-        const KernelCacheStats stats = backend.kernel_cache_stats();
-        out.Add({{"result", "memory_hit"}}, static_cast<double>(stats.memory_hits));
-        out.Add({{"result", "disk_hit"}}, static_cast<double>(stats.disk_hits));
-        out.Add({{"result", "miss"}}, static_cast<double>(stats.misses));
+      "Kernel cache lookups by device and result: memory_hit (loaded kernel), disk_hit (read "
+      "from the on-disk cache), miss (compiled).",
+      MetricType::Counter, [&devices, label](CallbackSink& out) {
+        for (int d = 0; d < devices.size(); ++d) {
+          const KernelCacheStats stats = devices.backend(d).kernel_cache_stats();
+          out.Add({{"device", label(d)}, {"result", "memory_hit"}},
+                  static_cast<double>(stats.memory_hits));
+          out.Add({{"device", label(d)}, {"result", "disk_hit"}},
+                  static_cast<double>(stats.disk_hits));
+          out.Add({{"device", label(d)}, {"result", "miss"}}, static_cast<double>(stats.misses));
+        }
       });
   callbacks_->Add("gpuflow_kernel_cache_evictions_total",
                   "Entries removed from the on-disk kernel cache to keep it within its "
-                  "size bound.",
-                  MetricType::Counter, [&backend](CallbackSink& out) {
-                    out.Add(static_cast<double>(backend.kernel_cache_stats().evictions));
+                  "size bound, by the device whose backend removed them.",
+                  MetricType::Counter, [&devices, label](CallbackSink& out) {
+                    for (int d = 0; d < devices.size(); ++d) {
+                      out.Add(
+                          {{"device", label(d)}},
+                          static_cast<double>(devices.backend(d).kernel_cache_stats().evictions));
+                    }
                   });
   callbacks_->Add("gpuflow_plan_cache_lookups_total", "Plan cache lookups by result (hit or miss).",
                   MetricType::Counter, [&plans](CallbackSink& out) {
@@ -256,27 +292,26 @@ void ServerMetrics::AddCollectors(const Backend& backend, const SessionRegistry&
                   });
   callbacks_->Add(
       "gpuflow_memory_pool_bytes",
-      "Device memory pool bytes: used (held by live allocations) and reserved (taken from the "
-      "device by the pool). Absent on the CPU backend.",
-      MetricType::Gauge, [this](CallbackSink& out) {
-        const MemoryStats stats = DeviceMemory();
-        if (stats.pool_used_bytes) {
-          out.Add({{"state", "used"}}, static_cast<double>(*stats.pool_used_bytes));
-        }
-        if (stats.pool_reserved_bytes) {
-          out.Add({{"state", "reserved"}}, static_cast<double>(*stats.pool_reserved_bytes));
+      "Device memory pool bytes by device: used (held by live allocations) and reserved (taken "
+      "from the device by the pool). Absent on the CPU backend.",
+      MetricType::Gauge, [this, label](CallbackSink& out) {
+        const std::vector<MemoryStats> all = DeviceMemory();
+        for (size_t d = 0; d < all.size(); ++d) {
+          const std::string device = label(static_cast<int>(d));
+          AddKnown(out, device, "used", all[d].pool_used_bytes);
+          AddKnown(out, device, "reserved", all[d].pool_reserved_bytes);
         }
       });
   callbacks_->Add(
       "gpuflow_device_memory_bytes",
-      "Device memory as the driver reports it: free and total. Absent on the CPU backend.",
-      MetricType::Gauge, [this](CallbackSink& out) {
-        const MemoryStats stats = DeviceMemory();
-        if (stats.device_free_bytes) {
-          out.Add({{"state", "free"}}, static_cast<double>(*stats.device_free_bytes));
-        }
-        if (stats.device_total_bytes) {
-          out.Add({{"state", "total"}}, static_cast<double>(*stats.device_total_bytes));
+      "Device memory as the driver reports it, by device: free and total. Absent on the CPU "
+      "backend.",
+      MetricType::Gauge, [this, label](CallbackSink& out) {
+        const std::vector<MemoryStats> all = DeviceMemory();
+        for (size_t d = 0; d < all.size(); ++d) {
+          const std::string device = label(static_cast<int>(d));
+          AddKnown(out, device, "free", all[d].device_free_bytes);
+          AddKnown(out, device, "total", all[d].device_total_bytes);
         }
       });
   callbacks_->Add(
@@ -287,6 +322,24 @@ void ServerMetrics::AddCollectors(const Backend& backend, const SessionRegistry&
       "gpuflow_sessions_active", "Sessions open now.", MetricType::Gauge,
       [&sessions](CallbackSink& out) { out.Add(static_cast<double>(sessions.totals().sessions)); });
   callbacks_->Add(
+      "gpuflow_device_sessions_active",
+      "Sessions open now, by the device that holds them (placement's first figure).",
+      MetricType::Gauge, [&sessions, label](CallbackSink& out) {
+        const std::vector<SessionRegistry::DeviceLoad> loads = sessions.device_loads();
+        for (size_t d = 0; d < loads.size(); ++d) {
+          out.Add({{"device", label(static_cast<int>(d))}}, static_cast<double>(loads[d].sessions));
+        }
+      });
+  callbacks_->Add(
+      "gpuflow_device_session_bytes",
+      "Bytes held by the sessions of each device, data and metadata (placement's second figure).",
+      MetricType::Gauge, [&sessions, label](CallbackSink& out) {
+        const std::vector<SessionRegistry::DeviceLoad> loads = sessions.device_loads();
+        for (size_t d = 0; d < loads.size(); ++d) {
+          out.Add({{"device", label(static_cast<int>(d))}}, static_cast<double>(loads[d].bytes));
+        }
+      });
+  callbacks_->Add(
       "gpuflow_sessions_expired_total",
       "Sessions closed by the server because they stayed idle past their TTL.", MetricType::Counter,
       [&sessions](CallbackSink& out) { out.Add(static_cast<double>(sessions.expired_total())); });
@@ -294,9 +347,12 @@ void ServerMetrics::AddCollectors(const Backend& backend, const SessionRegistry&
       "gpuflow_arrays_active", "Arrays held by all sessions.", MetricType::Gauge,
       [&sessions](CallbackSink& out) { out.Add(static_cast<double>(sessions.totals().arrays)); });
   callbacks_->Add("gpuflow_device_healthy",
-                  "1 while the backend can run requests, 0 after a sticky device error.",
-                  MetricType::Gauge,
-                  [&backend](CallbackSink& out) { out.Add(backend.healthy() ? 1 : 0); });
+                  "1 while the device can run requests, 0 after a sticky error on it; by device.",
+                  MetricType::Gauge, [&devices, label](CallbackSink& out) {
+                    for (int d = 0; d < devices.size(); ++d) {
+                      out.Add({{"device", label(d)}}, devices.backend(d).healthy() ? 1 : 0);
+                    }
+                  });
 }
 
 void ServerMetrics::SetBuildInfo(const BuildInfo& info) {
@@ -358,7 +414,7 @@ void ServerMetrics::RecordRpc(RpcMethod method, grpc::StatusCode code, double se
   counter->Increment();
 }
 
-void ServerMetrics::RecordExecute(const v1::Timings& timings) {
+void ServerMetrics::RecordExecute(const v1::Timings& timings, int device_index) {
   phase_queue_->Observe(timings.queue_seconds());
   if (timings.request_cache_hit()) {
     request_cache_hits_->Increment();
@@ -372,11 +428,12 @@ void ServerMetrics::RecordExecute(const v1::Timings& timings) {
   phase_launch_->Observe(std::max(0.0, timings.run_seconds() - timings.compile_seconds()));
   if (timings.has_gpu_seconds()) phase_gpu_->Observe(timings.gpu_seconds());
   phase_transfer_->Observe(timings.transfer_seconds());
+  if (device_index < 0 || device_index >= static_cast<int>(step_gpu_time_.size())) return;
   for (const v1::StepTiming& step : timings.steps()) {
     if (!step.has_gpu_seconds()) continue;
     for (size_t i = 0; i < std::size(kStepKinds); ++i) {
       if (step.kind() == StepKindName(kStepKinds[i])) {
-        step_gpu_time_[i]->Observe(step.gpu_seconds());
+        step_gpu_time_[device_index][i]->Observe(step.gpu_seconds());
         break;
       }
     }

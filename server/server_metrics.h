@@ -1,17 +1,18 @@
 // gpuflowd's Prometheus metrics (docs/metrics.md lists them all): the
 // gpuflow_* families in a prometheus-cpp registry, with handles the service
-// updates on the hot path, and scrape-time callbacks that read the backend,
-// the session registry and the plan cache.
+// updates on the hot path, and scrape-time callbacks that read the devices'
+// backends, the session registry and the plan cache.
 //
-//   ServerMetrics metrics;
-//   metrics.AddCollectors(backend, sessions, plans);
+//   ServerMetrics metrics({.device_ids = {0, 1}});   // the ids of sessions.devices()
+//   metrics.AddCollectors(sessions, plans);
 //   MetricsEndpoint::Start({.port = 9464}, metrics.collectables());
 //   metrics.SetBuildInfo({.version = "0.1.0", .backend = "cuda", ...});
 //   metrics.RecordRpc(RpcMethod::kExecute, grpc::StatusCode::OK, 0.0012);
 //
 // Labels stay low-cardinality: method names, status codes, step kinds,
-// fixed words and tenant names (which come from the operator's tokens
-// file); never a session id or label, a token or a peer address.
+// device ids (one per device the server drives), fixed words and tenant
+// names (which come from the operator's tokens file); never a session id or
+// label, a token or a peer address.
 //
 // Thread-safe; every Record/Add method is a few atomic operations.
 #ifndef GPUFLOW_SERVER_SERVER_METRICS_H_
@@ -41,6 +42,7 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "server/device_set.h"
 #include "server/metrics/callbacks.h"
 #include "server/session_registry.h"
 
@@ -66,8 +68,9 @@ enum class RpcMethod : uint8_t {
   kUnregisterSharedMemory,
   kUploadFromSharedMemory,
   kDownloadToSharedMemory,
+  kCopyArray,
 };
-inline constexpr int kNumRpcMethods = 18;
+inline constexpr int kNumRpcMethods = 19;
 // "Execute", "UploadArray", ... (the proto's method names).
 absl::string_view RpcMethodName(RpcMethod method);
 // "OK", "INVALID_ARGUMENT", ... (the canonical code names).
@@ -84,9 +87,12 @@ struct BuildInfo {
 };
 
 struct ServerMetricsOptions {
-  // How often the device's memory figures are read (on a thread of their
+  // How often the devices' memory figures are read (on a thread of their
   // own: a scrape makes no device call).
   absl::Duration device_poll_interval = absl::Seconds(1);
+  // The ids of the devices the server drives (DeviceSet::id, in its order):
+  // the values of the `device` label, one per device, so it stays bounded.
+  std::vector<int> device_ids = {0};
 };
 
 class ServerMetrics {
@@ -110,11 +116,12 @@ class ServerMetrics {
 
   // The scrape-time families: sessions, arrays, session bytes, memory pool
   // and device memory, kernel and plan cache counters, device health; and
-  // the thread that polls the device's memory figures (read once now). Call
-  // once. All three must outlive this object and every later scrape (stop
-  // the endpoint first).
-  void AddCollectors(const Backend& backend, const SessionRegistry& sessions,
-                     const PlanCache& plans);
+  // the thread that polls the devices' memory figures (read once now). The
+  // per-device families carry a `device` label: the devices of
+  // sessions.devices(), whose ids must be options.device_ids. Call once.
+  // Both must outlive this object and every later scrape (stop the endpoint
+  // first).
+  void AddCollectors(const SessionRegistry& sessions, const PlanCache& plans);
 
   // gpuflow_build_info{...} 1. Call once.
   void SetBuildInfo(const BuildInfo& info);
@@ -132,9 +139,10 @@ class ServerMetrics {
   // The phases of one successful Execute, from its reply's timings:
   // validate, plan, launch (run minus compile), transfer always; compile when
   // it compiled kernels; gpu when the backend measured device time. Per-step
-  // GPU times (profiled requests only) go to gpuflow_gpu_time_seconds.
-  // Compiles are RecordCompiles' business.
-  void RecordExecute(const v1::Timings& timings);
+  // GPU times (profiled requests only) go to gpuflow_gpu_time_seconds of the
+  // device (its index in options.device_ids) that ran them. Compiles are
+  // RecordCompiles' business.
+  void RecordExecute(const v1::Timings& timings, int device_index = 0);
 
   // `kernels` kernels compiled in `seconds` of NVRTC time together by one
   // request (Execute, Benchmark's first run, Precompile): each is observed at
@@ -144,8 +152,8 @@ class ServerMetrics {
   void AddTransferBytes(TransferDirection direction, int64_t bytes);
 
  private:
-  // The device's memory figures as last polled.
-  MemoryStats DeviceMemory() const ABSL_LOCKS_EXCLUDED(device_mu_);
+  // The devices' memory figures as last polled, by index.
+  std::vector<MemoryStats> DeviceMemory() const ABSL_LOCKS_EXCLUDED(device_mu_);
 
   const ServerMetricsOptions options_;
   const std::shared_ptr<prometheus::Registry> registry_;
@@ -165,14 +173,15 @@ class ServerMetrics {
   prometheus::Histogram* phase_transfer_;
   prometheus::Counter* request_cache_hits_;
   prometheus::Counter* request_cache_misses_;
-  // In the order of kStepKinds (server_metrics.cc).
-  std::array<prometheus::Histogram*, 8> step_gpu_time_{};
+  // Per device index, one per step kind in the order of kStepKinds
+  // (server_metrics.cc).
+  std::vector<std::vector<prometheus::Histogram*>> step_gpu_time_;
   prometheus::Histogram* compile_seconds_;
   prometheus::Counter* upload_bytes_;
   prometheus::Counter* download_bytes_;
 
   mutable absl::Mutex device_mu_;
-  MemoryStats device_memory_ ABSL_GUARDED_BY(device_mu_);
+  std::vector<MemoryStats> device_memory_ ABSL_GUARDED_BY(device_mu_);
   absl::Notification stop_polling_;
   std::thread device_poller_;
 };

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -437,13 +438,25 @@ absl::Time Session::last_used() const {
 // ---------------------------------------------------------------- registry
 
 SessionRegistry::SessionRegistry(Backend& backend, SessionRegistryOptions options)
-    : backend_(backend),
+    : SessionRegistry(std::make_unique<DeviceSet>(backend), nullptr, std::move(options)) {}
+
+SessionRegistry::SessionRegistry(const DeviceSet& devices, SessionRegistryOptions options)
+    : SessionRegistry(nullptr, &devices, std::move(options)) {}
+
+SessionRegistry::SessionRegistry(std::unique_ptr<DeviceSet> own, const DeviceSet* devices,
+                                 SessionRegistryOptions options)
+    : own_devices_(std::move(own)),
+      devices_(devices != nullptr ? *devices : *own_devices_),
       options_([&] {
         if (!options.clock) options.clock = [] { return absl::Now(); };
         return std::move(options);
       }()),
       budget_(options_.max_total_bytes, "server memory exhausted (--max_memory_bytes)",
               /*show_figures=*/!options_.hide_totals) {
+  {
+    absl::MutexLock lock(&mu_);
+    placing_.assign(devices_.size(), 0);
+  }
   // With tenants, each keeps a reserve of the server's memory (up to a
   // default session quota), as each keeps a session.
   if (options_.tenant_count) {
@@ -472,9 +485,17 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOp
       options.idle_ttl == absl::ZeroDuration() ? options_.default_idle_ttl : options.idle_ttl;
 
   ExpireIdle();  // Expired sessions must not count against max_sessions.
-  absl::StatusOr<std::unique_ptr<Stream>> stream = backend_.CreateStream();
+  absl::StatusOr<int> device = Place(options.device);
+  if (!device.ok()) return device.status();
+  // No longer being placed once registered, or refused.
+  absl::Cleanup placed = [this, index = *device] {
+    absl::MutexLock lock(&mu_);
+    --placing_[index];
+  };
+  Backend& backend = devices_.backend(*device);
+  absl::StatusOr<std::unique_ptr<Stream>> stream = backend.CreateStream();
   if (!stream.ok()) return stream.status();
-  absl::StatusOr<std::unique_ptr<Stream>> priority_stream = backend_.CreatePriorityStream(**stream);
+  absl::StatusOr<std::unique_ptr<Stream>> priority_stream = backend.CreatePriorityStream(**stream);
   if (!priority_stream.ok()) return priority_stream.status();
 
   const Tenant* tenant = options.tenant.get();
@@ -523,6 +544,9 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Create(const SessionOp
                                 options_.max_arrays_per_session, options.tenant);
   session->clock_ = options_.clock;
   session->priority_stream_ = *std::move(priority_stream);
+  session->backend_ = &backend;
+  session->device_index_ = *device;
+  session->device_id_ = devices_.id(*device);
   sessions_.emplace(std::move(id), session);
   ++sessions_per_tenant_[tenant];
   return session;
@@ -641,6 +665,60 @@ int SessionRegistry::sessions_of(const Tenant* tenant) const {
   absl::MutexLock lock(&mu_);
   auto it = sessions_per_tenant_.find(tenant);
   return it == sessions_per_tenant_.end() ? 0 : it->second;
+}
+
+absl::StatusOr<int> SessionRegistry::Place(const std::optional<int>& device_id) {
+  int index = -1;
+  if (device_id.has_value()) {
+    index = devices_.IndexOf(*device_id);
+    if (index < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device ", *device_id, " does not exist: this server has ", devices_.size(),
+                       " device(s) (ServerInfo.devices lists them)"));
+    }
+    if (!devices_.backend(index).healthy()) {
+      return absl::UnavailableError(
+          absl::StrCat(devices_.Describe(index),
+                       " is unhealthy (a sticky device error); ask for another "
+                       "device, or for none"));
+    }
+  } else {
+    const std::vector<DeviceLoad> loads = device_loads();
+    for (int i = 0; i < devices_.size(); ++i) {
+      if (!devices_.backend(i).healthy()) continue;
+      if (index < 0 || loads[i].sessions < loads[index].sessions ||
+          (loads[i].sessions == loads[index].sessions && loads[i].bytes < loads[index].bytes)) {
+        index = i;
+      }
+    }
+    if (index < 0) {
+      return absl::UnavailableError(
+          devices_.size() == 1
+              ? absl::StrCat("the ", devices_.backend(0).name(), " backend is unhealthy")
+              : absl::StrCat("every device of this server is unhealthy (", devices_.size(),
+                             " devices)"));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  ++placing_[index];
+  return index;
+}
+
+std::vector<SessionRegistry::DeviceLoad> SessionRegistry::device_loads() const {
+  std::vector<std::shared_ptr<Session>> sessions;
+  std::vector<DeviceLoad> loads(devices_.size());
+  {
+    absl::MutexLock lock(&mu_);
+    sessions.reserve(sessions_.size());
+    for (const auto& [id, session] : sessions_) sessions.push_back(session);
+    for (int i = 0; i < devices_.size(); ++i) loads[i].sessions = placing_[i];
+  }
+  for (const auto& session : sessions) {
+    DeviceLoad& load = loads[session->device_index()];
+    ++load.sessions;
+    load.bytes += session->memory_used_bytes() + session->metadata_bytes();
+  }
+  return loads;
 }
 
 SessionRegistry::Totals SessionRegistry::totals() const {

@@ -44,6 +44,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,6 +56,7 @@
 #include "absl/time/time.h"
 #include "engine/backend.h"
 #include "engine/ir/shape.h"
+#include "server/device_set.h"
 #include "server/memory_budget.h"
 #include "server/tenants.h"
 
@@ -101,6 +103,9 @@ struct SessionOptions {
   absl::Duration idle_ttl = absl::ZeroDuration();
   // The tenant creating the session (null: none, no tenant limits).
   std::shared_ptr<Tenant> tenant = nullptr;
+  // The id of the device to hold it (DeviceSet); unset: the least-loaded
+  // healthy one (SessionRegistry::Create).
+  std::optional<int> device = std::nullopt;
 };
 
 struct ArrayEntry {
@@ -125,6 +130,12 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::shared_ptr<Tenant>& owner() const { return owner_; }
   int64_t memory_limit_bytes() const { return memory_limit_bytes_; }
   absl::Duration idle_ttl() const { return idle_ttl_; }
+  // The backend of the device that holds the session: every buffer, copy
+  // and run of the session goes through it.
+  Backend& backend() const { return *backend_; }
+  // That device's id (DeviceSet::id) and index in the registry's set.
+  int device() const { return device_id_; }
+  int device_index() const { return device_index_; }
   // The session's stream; work on it is ordered.
   Stream& stream() { return *stream_; }
   // Its stream for short requests, which the device runs ahead of other
@@ -260,6 +271,9 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::unique_ptr<Stream> stream_;
   // Set by SessionRegistry::Create before the session is shared.
   std::unique_ptr<Stream> priority_stream_;
+  Backend* backend_ = nullptr;
+  int device_index_ = 0;
+  int device_id_ = 0;
   MemoryBudget* const budget_;
   const int max_arrays_;
   const std::shared_ptr<Tenant> owner_;
@@ -327,15 +341,24 @@ struct SessionRegistryOptions {
   std::function<absl::Time()> clock;
 };
 
+// Placement: a session that names no device goes to the healthy device
+// with the fewest open sessions; among those, the one whose sessions hold the
+// fewest bytes; among those, the first in the set. Sessions being created
+// count as open.
 class SessionRegistry {
  public:
+  // One device: `backend`.
   SessionRegistry(Backend& backend, SessionRegistryOptions options);
+  // Sessions placed on `devices` (which must outlive the registry).
+  SessionRegistry(const DeviceSet& devices, SessionRegistryOptions options);
   SessionRegistry(const SessionRegistry&) = delete;
   SessionRegistry& operator=(const SessionRegistry&) = delete;
 
-  // INVALID_ARGUMENT for a quota or TTL over the maximum (or negative) or a
-  // label over 128 characters; RESOURCE_EXHAUSTED (retryable) when
-  // max_sessions are open, or the tenant's max_sessions.
+  // INVALID_ARGUMENT for a quota or TTL over the maximum (or negative), a
+  // label over 128 characters or a device that is not in the set;
+  // UNAVAILABLE when the device asked for is unhealthy, or no device is
+  // healthy; RESOURCE_EXHAUSTED (retryable) when max_sessions are open, or
+  // the tenant's max_sessions.
   absl::StatusOr<std::shared_ptr<Session>> Create(const SessionOptions& options);
 
   // Finds a live session of `tenant` (null: a session of no tenant) and
@@ -383,6 +406,16 @@ class SessionRegistry {
   };
   Totals totals() const;
 
+  // Figures per device, by index in devices() (placement, ServerInfo,
+  // metrics).
+  struct DeviceLoad {
+    int sessions = 0;
+    // Bytes the device's sessions hold (data and metadata).
+    int64_t bytes = 0;
+  };
+  std::vector<DeviceLoad> device_loads() const;
+  const DeviceSet& devices() const { return devices_; }
+
   int size() const;
   int64_t expired_total() const;
   const SessionRegistryOptions& options() const { return options_; }
@@ -390,6 +423,8 @@ class SessionRegistry {
   const MemoryBudget& budget() const { return budget_; }
 
  private:
+  SessionRegistry(std::unique_ptr<DeviceSet> own, const DeviceSet* devices,
+                  SessionRegistryOptions options);
   absl::Time Now() const { return options_.clock(); }
   static bool IsExpired(const Session& session, absl::Time now);
   // Removes a session from sessions_ and its tenant's count.
@@ -397,7 +432,14 @@ class SessionRegistry {
       absl::flat_hash_map<std::string, std::shared_ptr<Session>>::iterator it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  Backend& backend_;
+  // The index of the device a new session goes to (see the class comment),
+  // counted in placing_ until Create registers or drops it; or the refusal.
+  absl::StatusOr<int> Place(const std::optional<int>& device_id) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Set when the registry was given one backend (before devices_, which
+  // refers to it).
+  const std::unique_ptr<DeviceSet> own_devices_;
+  const DeviceSet& devices_;
   const SessionRegistryOptions options_;
   MemoryBudget budget_;
 
@@ -406,6 +448,8 @@ class SessionRegistry {
   // Open sessions per owning tenant (null: of no tenant), for max_sessions.
   absl::flat_hash_map<const Tenant*, int> sessions_per_tenant_ ABSL_GUARDED_BY(mu_);
   int64_t expired_total_ ABSL_GUARDED_BY(mu_) = 0;
+  // Sessions being created per device index (placed, not yet registered).
+  std::vector<int> placing_ ABSL_GUARDED_BY(mu_);
 };
 
 // 32 lowercase hex digits from the kernel's CSPRNG (getrandom(2)).

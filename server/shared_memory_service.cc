@@ -57,7 +57,7 @@ grpc::ServerUnaryReactor* GpuFlowService::RegisterSharedMemory(
             "a region is a shared-memory key or a CUDA IPC handle, not both");
       }
       absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> region = SharedMemoryRegion::OpenCudaIpc(
-          request->cuda_ipc_handle(), request->byte_size(), session.id(), backend_);
+          request->cuda_ipc_handle(), request->byte_size(), session.id(), session.backend());
       if (!region.ok()) return region.status();
       response->set_region(request->region());
       response->set_byte_size(request->byte_size());
@@ -74,8 +74,8 @@ grpc::ServerUnaryReactor* GpuFlowService::RegisterSharedMemory(
                                                        " is over --max_shared_memory_bytes (",
                                                        options_.max_shared_memory_bytes, ")"));
     }
-    absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> region =
-        SharedMemoryRegion::Open(request->key(), request->byte_size(), session.id(), backend_);
+    absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> region = SharedMemoryRegion::Open(
+        request->key(), request->byte_size(), session.id(), session.backend());
     if (!region.ok()) return region.status();
     response->set_region(request->region());
     response->set_key(request->key());
@@ -132,10 +132,10 @@ grpc::ServerUnaryReactor* GpuFlowService::UploadFromSharedMemory(
         session.Reserve(Session::StoredBytes(request->name(), *shape, *bytes));
     if (!reservation.ok()) return reservation.status();
     absl::StatusOr<std::unique_ptr<DeviceBuffer>> buffer =
-        backend_.Allocate(*bytes, session.stream());
+        session.backend().Allocate(*bytes, session.stream());
     if (!buffer.ok()) return buffer.status();
-    if (absl::Status s = (*region)->CopyToDevice(backend_, request->offset(), *bytes, **buffer,
-                                                 session.stream());
+    if (absl::Status s = (*region)->CopyToDevice(session.backend(), request->offset(), *bytes,
+                                                 **buffer, session.stream());
         !s.ok()) {
       return s;
     }
@@ -177,7 +177,7 @@ grpc::ServerUnaryReactor* GpuFlowService::DownloadToSharedMemory(
     const int64_t bytes = array->num_bytes();
     if (absl::Status s = (*region)->CheckRange(request->offset(), bytes); !s.ok()) return s;
     if (bytes > 0) {
-      if (absl::Status s = (*region)->CopyFromDevice(backend_, *array->buffer, bytes,
+      if (absl::Status s = (*region)->CopyFromDevice(session.backend(), *array->buffer, bytes,
                                                      request->offset(), session.stream());
           !s.ok()) {
         return s;

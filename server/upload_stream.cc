@@ -16,8 +16,8 @@ absl::Status ParseUploadMessage(absl::string_view serialized, v1::UploadArrayReq
   return absl::OkStatus();
 }
 
-UploadStream::UploadStream(Backend& backend, SessionRegistry& registry, UploadLimits limits)
-    : backend_(backend), registry_(registry), limits_(limits) {}
+UploadStream::UploadStream(SessionRegistry& registry, UploadLimits limits)
+    : registry_(registry), limits_(limits) {}
 
 UploadStream::~UploadStream() { Abort(); }
 
@@ -56,8 +56,8 @@ absl::Status UploadStream::OnMessage(const v1::UploadArrayRequest& request) {
 absl::Status UploadStream::HandleHeader(const v1::UploadHeader& header) {
   absl::StatusOr<std::shared_ptr<Session>> session = registry_.Get(header.session_id(), tenant_);
   if (!session.ok()) return session.status();
-  if (!backend_.healthy()) {
-    return absl::UnavailableError(absl::StrCat("the ", backend_.name(), " backend is unhealthy"));
+  if (absl::Status s = CheckServing(registry_.devices(), (*session)->device_index()); !s.ok()) {
+    return s;
   }
   session_ = *std::move(session);
   if (absl::Status s = ValidateName(header.name(), "array name"); !s.ok()) return s;
@@ -78,7 +78,7 @@ absl::Status UploadStream::HandleHeader(const v1::UploadHeader& header) {
   if (!reservation.ok()) return reservation.status();
   reservation_ = *std::move(reservation);
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> buffer =
-      backend_.Allocate(*bytes, session_->stream());
+      session_->backend().Allocate(*bytes, session_->stream());
   if (!buffer.ok()) return buffer.status();
   buffer_ = *std::move(buffer);
   array_.dtype = *dtype;
@@ -98,8 +98,8 @@ absl::Status UploadStream::HandleChunk(const std::string& chunk) {
                      " bytes its header announced (dtype ", DTypeName(array_.dtype), ", shape ",
                      array_.shape.ToString(), ")"));
   }
-  if (absl::Status s =
-          backend_.CopyToDevice(chunk.data(), *buffer_, received_, n, session_->stream());
+  if (absl::Status s = session_->backend().CopyToDevice(chunk.data(), *buffer_, received_, n,
+                                                        session_->stream());
       !s.ok()) {
     return s;
   }
@@ -120,7 +120,7 @@ absl::Status UploadStream::Finish(v1::ArrayInfo* info) {
         absl::StrCat("upload of ", Echo(name_), " ended after ", received_, " of the ",
                      buffer_->size(), " bytes its header announced (dtype ",
                      DTypeName(array_.dtype), ", shape ", array_.shape.ToString(), ")"));
-  } else if (absl::Status s = backend_.Synchronize(session_->stream()); !s.ok()) {
+  } else if (absl::Status s = session_->backend().Synchronize(session_->stream()); !s.ok()) {
     // Copy errors surface here, before the array is visible.
     status = s;
   } else {

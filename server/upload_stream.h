@@ -43,8 +43,9 @@ absl::Status ParseUploadMessage(absl::string_view serialized, v1::UploadArrayReq
 
 class UploadStream {
  public:
-  // `backend` and `registry` must outlive the stream.
-  UploadStream(Backend& backend, SessionRegistry& registry, UploadLimits limits);
+  // `registry` must outlive the stream. The array goes to the device of
+  // the session the header names (Session::backend()).
+  UploadStream(SessionRegistry& registry, UploadLimits limits);
   ~UploadStream();
   UploadStream(const UploadStream&) = delete;
   UploadStream& operator=(const UploadStream&) = delete;
@@ -73,7 +74,6 @@ class UploadStream {
   absl::Status HandleHeader(const v1::UploadHeader& header);
   absl::Status HandleChunk(const std::string& chunk);
 
-  Backend& backend_;
   SessionRegistry& registry_;
   const UploadLimits limits_;
   const Tenant* tenant_ = nullptr;

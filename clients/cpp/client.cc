@@ -136,6 +136,7 @@ absl::StatusOr<Session> Client::CreateSession(const SessionOptions& options) con
   v1::CreateSessionRequest request;
   request.set_label(options.label);
   request.set_memory_limit_bytes(options.memory_limit_bytes);
+  if (options.device.has_value()) request.set_device(*options.device);
   if (options.idle_ttl > absl::ZeroDuration()) {
     const int64_t nanos = absl::ToInt64Nanoseconds(options.idle_ttl);
     request.mutable_idle_ttl()->set_seconds(nanos / 1'000'000'000);

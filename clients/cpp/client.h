@@ -96,6 +96,9 @@ struct SessionOptions {
   int64_t memory_limit_bytes = 0;
   // Idle time after which the server closes the session; zero: its default.
   absl::Duration idle_ttl = absl::ZeroDuration();
+  // The id of the server's device to hold the session (ServerInfo.devices);
+  // unset: the least-loaded healthy one.
+  std::optional<int> device = std::nullopt;
 };
 
 class Session;

@@ -3,9 +3,12 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -20,13 +23,34 @@ constexpr int64_t kHugePage = int64_t{2} << 20;
 
 class CpuStream final : public Stream {};
 
+// Whether `graph` launches the raw kernel CpuBackendOptions::fault_injection
+// reacts to.
+bool InjectsFault(const ValidatedGraph& graph) {
+  for (const ValidatedNode& node : graph.nodes) {
+    if (node.op == nullptr || node.op->name != "raw_kernel") continue;
+    auto it = node.attrs.find("name");
+    if (it == node.attrs.end()) continue;
+    const auto* name = std::get_if<std::string>(&it->second);
+    if (name != nullptr && *name == kInjectedFaultKernel) return true;
+  }
+  return false;
+}
+
 class CpuBackend final : public Backend {
  public:
+  explicit CpuBackend(const CpuBackendOptions& options) : options_(options) {}
+
   absl::string_view name() const override { return "cpu"; }
   std::string device_description() const override {
-    return absl::StrCat("CPU (", std::thread::hardware_concurrency(), " threads)");
+    std::string description =
+        absl::StrCat("CPU (", std::thread::hardware_concurrency(), " threads)");
+    if (options_.virtual_device >= 0) {
+      absl::StrAppend(&description, ", virtual device ", options_.virtual_device);
+    }
+    return description;
   }
-  bool healthy() const override { return true; }
+  int device() const override { return options_.virtual_device; }
+  bool healthy() const override { return healthy_.load(); }
 
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override {
     return std::make_unique<CpuStream>();
@@ -55,17 +79,50 @@ class CpuBackend final : public Backend {
 
   absl::Status Synchronize(Stream& /*stream*/) override { return absl::OkStatus(); }
 
+  // Every CPU backend's buffers are host memory: one memcpy, whichever
+  // virtual device holds them.
+  absl::StatusOr<CopyRoute> CopyFrom(Backend& source, const DeviceBuffer& src, Stream& src_stream,
+                                     DeviceBuffer& dst, Stream& dst_stream, int64_t n) override {
+    if (source.name() != "cpu") {
+      return Backend::CopyFrom(source, src, src_stream, dst, dst_stream, n);
+    }
+    if (absl::Status s = CheckCopyRange(src.size(), 0, n); !s.ok()) return s;
+    if (absl::Status s = CheckCopyRange(dst.size(), 0, n); !s.ok()) return s;
+    if (n > 0) {
+      std::memcpy(static_cast<CpuBuffer&>(dst).data(), static_cast<const CpuBuffer&>(src).data(),
+                  n);
+    }
+    return CopyRoute::kHost;
+  }
+
   absl::StatusOr<RunResult> Run(const ValidatedGraph& graph, const Plan& plan,
-                                absl::Span<const Array> arrays, Stream& /*stream*/,
-                                const RunOptions& options) override;
+                                absl::Span<const Array> arrays, Stream& stream,
+                                const RunOptions& options) override {
+    if (options_.fault_injection && InjectsFault(graph)) healthy_.store(false);
+    if (!healthy_.load()) {
+      // As every call on a CUDA context after a sticky error.
+      return absl::UnavailableError(absl::StrCat("sticky device error (injected by ",
+                                                 kInjectedFaultKernel, ") on ",
+                                                 device_description()));
+    }
+    return RunPlan(graph, plan, arrays, stream, options);
+  }
+
+ private:
+  absl::StatusOr<RunResult> RunPlan(const ValidatedGraph& graph, const Plan& plan,
+                                    absl::Span<const Array> arrays, Stream& stream,
+                                    const RunOptions& options);
+
+  const CpuBackendOptions options_;
+  std::atomic<bool> healthy_{true};
 };
 
 // Runs the plan step by step, each step node by node. A node's buffer is
 // freed as soon as the last node reading it has run, so peak memory follows
 // the graph, not the size of its fused steps.
-absl::StatusOr<RunResult> CpuBackend::Run(const ValidatedGraph& graph, const Plan& plan,
-                                          absl::Span<const Array> arrays, Stream& /*stream*/,
-                                          const RunOptions& options) {
+absl::StatusOr<RunResult> CpuBackend::RunPlan(const ValidatedGraph& graph, const Plan& plan,
+                                              absl::Span<const Array> arrays, Stream& /*stream*/,
+                                              const RunOptions& options) {
   const int num_steps = static_cast<int>(plan.steps.size());
   std::vector<std::shared_ptr<CpuBuffer>> values(graph.nodes.size());
   // Intermediates (every node but the outputs) are charged to the run's
@@ -192,6 +249,10 @@ absl::StatusOr<std::unique_ptr<CpuBuffer>> CpuBuffer::Create(int64_t bytes) {
 
 CpuBuffer::~CpuBuffer() { std::free(data_); }
 
-std::unique_ptr<Backend> CreateCpuBackend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> CreateCpuBackend() { return CreateCpuBackend(CpuBackendOptions{}); }
+
+std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options) {
+  return std::make_unique<CpuBackend>(options);
+}
 
 }  // namespace gpuflow

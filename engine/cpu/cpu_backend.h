@@ -31,7 +31,23 @@ class CpuBuffer final : public DeviceBuffer {
   int64_t size_;
 };
 
+struct CpuBackendOptions {
+  // The virtual device this instance stands for (Backend::device()); -1:
+  // none, the CPU backend of a server of one device. A server with
+  // --devices=N on the CPU backend makes N independent instances, 0 .. N-1,
+  // so placement and per-device failures can be tested without GPUs.
+  int virtual_device = -1;
+  // Test-only fault injection: a raw_kernel node whose function name is
+  // kInjectedFaultKernel makes Run fail with UNAVAILABLE and marks this
+  // instance unhealthy for good, as a sticky CUDA error does a device.
+  bool fault_injection = false;
+};
+
+// The raw kernel name CpuBackendOptions::fault_injection reacts to.
+inline constexpr char kInjectedFaultKernel[] = "gpuflow_injected_device_fault";
+
 std::unique_ptr<Backend> CreateCpuBackend();
+std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options);
 
 }  // namespace gpuflow
 

@@ -30,9 +30,9 @@ const char* ComputeClassName(DType dtype) {
     case DTypeKind::kFloat:
       return dtype == DType::kFloat64 ? "double" : "float";
     case DTypeKind::kComplex:
-      break;  // complex steps run on the host (step_dispatch.cc)
+      break;
   }
-  return "double";
+  return "gf::complex<double>";  // complex64 too, as the reference computes
 }
 
 const char* WideAccumulatorName(DType compute) {
@@ -60,13 +60,73 @@ void MergeDims(std::vector<int64_t>& dims, std::vector<int64_t>& a, std::vector<
 
 // Contiguous strides of `shape` right-aligned to `out`, 0 where broadcast.
 std::vector<int64_t> BroadcastStrides(const Shape& shape, const Shape& out) {
-  std::vector<int64_t> strides(out.rank(), 0);
+  return BroadcastStrides(shape, out.dims());
+}
+
+std::vector<int64_t> BroadcastStrides(const Shape& shape, absl::Span<const int64_t> out) {
+  std::vector<int64_t> strides(out.size(), 0);
   int64_t stride = 1;
-  for (int d = shape.rank() - 1, o = out.rank() - 1; d >= 0; --d, --o) {
+  for (int d = shape.rank() - 1, o = static_cast<int>(out.size()) - 1; d >= 0 && o >= 0; --d, --o) {
     if (shape.dim(d) != 1) strides[o] = stride;
     stride *= shape.dim(d);
   }
   return strides;
+}
+
+std::string DoubleLiteral(double v) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return absl::StrCat("__longlong_as_double((long long)0x", absl::Hex(bits, absl::kZeroPad16),
+                      "ull)");
+}
+
+bool Contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+Accumulator PlainAccumulator(const std::string& op, DType compute) {
+  Accumulator a;
+  const bool logical = op == "any" || op == "all";
+  const bool complex = IsComplex(compute) && !logical;
+  if (logical) {
+    a.type = "int";
+  } else if (complex) {
+    a.type = "gf::complex<double>";
+  } else if (IsFloat(compute) || op == "mean" || op == "var" || op == "std") {
+    a.type = "double";
+  } else {
+    a.type = KindOf(compute) == DTypeKind::kUnsigned ? "u64" : "i64";
+  }
+  const bool fp = a.type == "double";
+  if (op == "prod") {
+    a.ident = "(" + a.type + ")1";
+    a.combine = "gf::op_mul<" + a.type + ">(a, b)";
+  } else if (op == "min") {
+    a.ident = complex ? "gf::c_highest<double>()"
+              : fp    ? "__longlong_as_double(0x7ff0000000000000ll)"
+                      : (a.type == "u64" ? "~0ull" : "9223372036854775807ll");
+    a.combine = "gf::op_minimum<" + a.type + ">(a, b)";
+  } else if (op == "max") {
+    a.ident = complex ? "gf::c_lowest<double>()"
+              : fp    ? "__longlong_as_double((long long)0xfff0000000000000ull)"
+                      : (a.type == "u64" ? "0ull" : "(-9223372036854775807ll - 1)");
+    a.combine = "gf::op_maximum<" + a.type + ">(a, b)";
+  } else if (op == "any") {
+    a.ident = "0";
+    a.combine = "(a | b)";
+  } else if (op == "all") {
+    a.ident = "1";
+    a.combine = "(a & b)";
+  } else {  // sum, mean, var, std
+    a.ident = "(" + a.type + ")0";
+    a.combine = "gf::op_add<" + a.type + ">(a, b)";
+  }
+  return a;
+}
+
+bool PassedByValue(const ValueRef& ref, const ValueType& type) {
+  return ref.kind == ValueRef::Kind::kLiteral && type.shape.rank() == 0 &&
+         ItemSize(type.dtype) <= 8;
 }
 
 std::string EmitElementwiseNodes(const ValidatedGraph& graph, const std::vector<int>& nodes,
@@ -136,8 +196,9 @@ const char* StorageTypeName(DType dtype) {
     case DType::kFloat64:
       return "double";
     case DType::kComplex64:
+      return "gf::complex<float>";
     case DType::kComplex128:
-      break;  // complex steps run on the host (step_dispatch.cc)
+      return "gf::complex<double>";
   }
   return "u8";
 }
@@ -170,7 +231,7 @@ absl::StatusOr<ElementwiseKernel> GenerateElementwise(const ValidatedGraph& grap
       if (ref.kind == ValueRef::Kind::kNode && in_step(ref.index)) continue;
       if (find_input(ref) >= 0) continue;
       StepInput input{ref, node.input_types[i], false};
-      input.by_value = ref.kind == ValueRef::Kind::kLiteral && input.type.shape.rank() == 0;
+      input.by_value = internal::PassedByValue(ref, input.type);
       k.inputs.push_back(std::move(input));
     }
   }
@@ -327,7 +388,7 @@ absl::StatusOr<ElementwiseKernel> GenerateElementwise(const ValidatedGraph& grap
     absl::StrAppend(&src, "    {\n", body, "      out[i] = ", result, ";\n    }\n  }\n}\n");
   }
   k.kernel_source = src;
-  k.source = absl::StrCat(kDeviceLibrary, src);
+  k.source = DeviceSource(src);
   return k;
 }
 

@@ -130,6 +130,33 @@ struct SoftmaxKernel {
 absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(
     const ValidatedGraph& graph, const Step& step, const std::string& name = "gf_softmax");
 
+// A row program (StepKind::kRows; codegen_rows.cc): a block per row (the
+// step's full shape seen as `rows` rows of `row_length` elements, the
+// reduced trailing axes), grid-striding over rows. Each thread holds up to
+// 16 elements of the row (`vector_width` at a time, 16-byte loads when rows
+// are whole vectors) of every input of exactly the full shape; each
+// reduction is a block reduction (accumulated as codegen_reduce.cc's:
+// floats in double, integers in 64 bits) whose result every thread reads
+// back; var/std take two passes over the registers (the mean, then the
+// squared deviations). Every node is computed once; other inputs are read
+// where they are needed, with their broadcast strides folded in as
+// constants. Empty when a row does not fit (more than 64 elements a thread).
+// Words: [pointer inputs] [out] [rows] [scalars].
+struct RowsKernel {
+  std::string name;
+  std::string source;
+  std::string kernel_source;
+  std::vector<StepInput> inputs;
+  int64_t rows = 0;
+  int64_t row_length = 0;
+  int block = 256;
+  int vector_width = 1;
+  int num_words = 0;
+};
+absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& graph,
+                                                       const Step& step,
+                                                       const std::string& name = "gf_rows");
+
 // A scan step (cumsum, cumprod; codegen_scan.cc). The input is seen as
 // `rows` rows of `length` elements `stride` apart (row r starts at
 // (r / stride) * length * stride + r % stride; the flattened array is one
@@ -205,6 +232,12 @@ struct CustomKernel {
   // Per out param (elementwise: every out param; reduction: one).
   std::vector<int> output_slots;
   std::vector<DType> output_dtypes;
+  // Elementwise, per out param: its number of elements (the loop size, or a
+  // raw output's own), and for a raw output (`raw T y`, indexed by the
+  // kernel) the node input holding its initial value, which the backend
+  // copies into the output before the launch (-1 for the others).
+  std::vector<int64_t> output_elements;
+  std::vector<int> raw_output_inputs;
   // Elementwise: the loop size; reduction: the number of outputs.
   int64_t num_elements = 0;
   int block = 256;
@@ -299,8 +332,9 @@ struct MatmulKernel {
   int64_t grid_x = 1, grid_y = 1, grid_z = 1;
   int block_x = 16, block_y = 16;
 };
-// nullopt when the step is not a single matmul/dot node or has a 0-d operand
-// (dot's scalar product stays on the host); outputs of zero elements need no launch
+// nullopt when the step is not a single matmul/dot node; dot with a 0-d
+// operand is a scalar product (a thread per element, 256-thread blocks on
+// grid_x, words [a] [b] [out] [n]); outputs of zero elements need no launch
 // (the backend checks the output size), k == 0 gives zeros. INVALID_ARGUMENT
 // when the shapes do not make a matmul (validation has checked them: a bug
 // guard). `name` is the extern "C" kernel name.

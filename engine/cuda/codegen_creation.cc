@@ -72,7 +72,7 @@ CreationKernel Arange(DType dtype) {
                         ")((unsigned long long)first + (unsigned long long)i * delta);\n");
   }
   k.kernel_source = Kernel(k.name, t, value_type, prelude, body, dtype == DType::kBool);
-  k.source = absl::StrCat(kDeviceLibrary, k.kernel_source);
+  k.source = DeviceSource(k.kernel_source);
   return k;
 }
 
@@ -107,7 +107,7 @@ CreationKernel Random(DType dtype, bool normal) {
                     ">(v)) >= p1) v = top;\n");
   }
   k.kernel_source = Kernel(k.name, t, "double", prelude, body, /*to_bool=*/false);
-  k.source = absl::StrCat(kDeviceLibrary, k.kernel_source);
+  k.source = DeviceSource(k.kernel_source);
   return k;
 }
 

@@ -144,7 +144,9 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
     absl::StrAppend(&decls, InputPointer(a, type.dtype, plan.word));
     if (plan.broadcast) strided.push_back(static_cast<int>(a));
   }
-  // Given outputs (initial values) are read at i.
+  // Given outputs (initial values) are read at i; a raw output's is copied
+  // into the output before the launch (the runner), and the kernel indexes
+  // the output itself.
   std::vector<int> given_word(n_out, -1);
   if (sig.outputs_given) {
     for (size_t o = 0; o < n_out; ++o) {
@@ -152,6 +154,7 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
       const char* storage = StorageTypeName(dtype);
       given_word[o] = push(0);
       k.input_slots.push_back(given_word[o]);
+      if (sig.out[o].raw) continue;
       absl::StrAppend(&decls, "  const ", storage, "* __restrict__ _gf_given", o, " = (const ",
                       storage, "*)p.w[", given_word[o], "];\n");
     }
@@ -160,6 +163,15 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
     const char* storage = StorageTypeName(sig.out_dtypes[o]);
     const int w = push(0);
     k.output_slots.push_back(w);
+    k.output_elements.push_back(sig.out_shapes[o].num_elements());
+    k.raw_output_inputs.push_back(sig.out[o].raw ? static_cast<int>(n_in + o) : -1);
+    if (sig.out[o].raw) {
+      const Shape& shape = sig.out_shapes[o];
+      for (int d = 0; d < shape.rank(); ++d) push(static_cast<uint64_t>(shape.dim(d)));
+      absl::StrAppend(&decls, "  const _gf_raw<", KernelCTypeName(sig.out_dtypes[o]), ", ",
+                      shape.rank(), "> ", sig.out[o].name, "(p.w[", w, "], &p.w[", w + 1, "]);\n");
+      continue;
+    }
     absl::StrAppend(&decls, "  ", storage, "* __restrict__ _gf_out", o, " = (", storage, "*)p.w[",
                     w, "];\n");
   }
@@ -186,8 +198,9 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
       widest = std::max<int64_t>(widest, ItemSize(node.input_types[a].dtype));
     }
   }
-  for (size_t o = 0; o < n_out; ++o)
-    widest = std::max<int64_t>(widest, ItemSize(sig.out_dtypes[o]));
+  for (size_t o = 0; o < n_out; ++o) {
+    if (!sig.out[o].raw) widest = std::max<int64_t>(widest, ItemSize(sig.out_dtypes[o]));
+  }
   const int e = static_cast<int>(16 / widest);
   const bool vectorize = strided.empty() && e > 1 && k.num_elements >= e;
   k.elements_per_thread = vectorize ? e : 1;
@@ -205,6 +218,7 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
                       value(a), ");\n");
     }
     for (size_t o = 0; o < n_out; ++o) {
+      if (sig.out[o].raw) continue;
       const char* ctype = KernelCTypeName(sig.out_dtypes[o]);
       if (sig.outputs_given) {
         absl::StrAppend(&b, "      ", ctype, " ", sig.out[o].name, " = gf::cv<", ctype, ">(",
@@ -215,6 +229,7 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
     }
     absl::StrAppend(&b, "      {\n", Attr(node, "operation"), "\n;\n      }\n");
     for (size_t o = 0; o < n_out; ++o) {
+      if (sig.out[o].raw) continue;
       absl::StrAppend(&b, "      ",
                       store(o, absl::StrCat("gf::cv<", StorageTypeName(sig.out_dtypes[o]), ">(",
                                             sig.out[o].name, ")")),
@@ -249,6 +264,7 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
                       t, ", ", e, ">*)_gf_in", a, ")[_gf_j];\n");
     }
     for (size_t o = 0; o < n_out; ++o) {
+      if (sig.out[o].raw) continue;
       const char* t = StorageTypeName(sig.out_dtypes[o]);
       absl::StrAppend(&src, "    gf::vec<", t, ", ", e, "> _gf_vo", o, ";\n");
       if (sig.outputs_given) {
@@ -265,6 +281,7 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
                          }),
                     "    }\n");
     for (size_t o = 0; o < n_out; ++o) {
+      if (sig.out[o].raw) continue;
       absl::StrAppend(&src, "    ((gf::vec<", StorageTypeName(sig.out_dtypes[o]), ", ", e,
                       ">*)_gf_out", o, ")[_gf_j] = _gf_vo", o, ";\n");
     }

@@ -7,13 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "engine/cuda/codegen.h"
 
 namespace gpuflow::cuda::internal {
 
 // The type a value has in registers (bool is a real bool there).
 const char* RegisterTypeName(DType dtype);
-// The compute class of a compute dtype: bool, i64, u64, float or double.
+// The compute class of a compute dtype: bool, i64, u64, float, double or
+// gf::complex<double> (complex64 and complex128 alike).
 const char* ComputeClassName(DType dtype);
 // The class a scan or matmul accumulates a compute dtype in (the reference's
 // compute classes, every float in double): bool, i64, u64 or double.
@@ -24,6 +26,30 @@ const char* WideAccumulatorName(DType compute);
 void MergeDims(std::vector<int64_t>& dims, std::vector<int64_t>& a, std::vector<int64_t>& b);
 // Contiguous strides of `shape` right-aligned to `out`, 0 where broadcast.
 std::vector<int64_t> BroadcastStrides(const Shape& shape, const Shape& out);
+// The same against the dims of `out`.
+std::vector<int64_t> BroadcastStrides(const Shape& shape, absl::Span<const int64_t> out);
+
+// A double as an exact CUDA expression (its bits).
+std::string DoubleLiteral(double v);
+
+bool Contains(const std::vector<int>& v, int x);
+
+// The accumulator of a sum, prod, min, max, mean, any or all (and of the
+// sums var/std's passes take) of compute dtype `compute`, as the CPU
+// reference accumulates: floats (and every mean, var, std) in double,
+// complex values in gf::complex<double>, integers in 64 bits (wrapping),
+// any/all in int. `combine` merges `a` and
+// `b`.
+struct Accumulator {
+  std::string type;
+  std::string ident;
+  std::string combine;
+};
+Accumulator PlainAccumulator(const std::string& op, DType compute);
+
+// Whether an input travels in its launch word: a 0-d literal of at most 8
+// bytes (a complex128 literal is uploaded, as arrays are).
+bool PassedByValue(const ValueRef& ref, const ValueType& type);
 
 // Statements computing `nodes` (elementwise, in order) into variables v<id>;
 // `expr` gives the expression of an input that is not one of `nodes`.

@@ -59,7 +59,7 @@ std::string CopySource(const std::string& name, DType src, DType dst, int rank, 
                     "      dO += c * (idx)(long long)p.w[", 3 + 2 * rank + d, "];\n    }\n");
   }
   absl::StrAppend(&src_text, "    const ", s, " v = in[so];\n    out[dO] = ", value, ";\n  }\n}\n");
-  return absl::StrCat(kDeviceLibrary, src_text);
+  return DeviceSource(src_text);
 }
 
 // Merges what the dims allow (internal::MergeDims), so most copies run at
@@ -191,7 +191,7 @@ std::string GatherSource(const std::string& name, DType src, DType index, int ra
                   "    if (bad) {\n      *err = raw;\n      out[i] = 0;\n      continue;\n    }\n",
                   "    const ", s, " v = src[so + (idx)j * axis_stride];\n",
                   "    out[i] = ", is_bool ? "(u8)(v != 0)" : "v", ";\n  }\n}\n");
-  return absl::StrCat(kDeviceLibrary, text);
+  return DeviceSource(text);
 }
 
 absl::StatusOr<LayoutCopy> MakeGather(const ValidatedNode& node) {
@@ -290,6 +290,9 @@ absl::StatusOr<std::optional<std::vector<LayoutCopy>>> GenerateLayoutCopies(
       offset += stack ? 1 : is.dim(static_cast<int>(axis));
     }
   } else if (op == "take" || op == "take_along_axis") {
+    // Elements move as words of their size, up to 8 bytes (a complex128
+    // gather runs on the host).
+    if (ItemSize(in_type(0).dtype) > 8) return std::nullopt;
     absl::StatusOr<LayoutCopy> gather = MakeGather(node);
     if (!gather.ok()) return gather.status();
     copies.push_back(*std::move(gather));

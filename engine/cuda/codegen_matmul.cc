@@ -33,7 +33,7 @@ std::string MulAdd(DType compute, const std::string& x, const std::string& y) {
       return absl::StrCat("acc = gf::wadd(acc, gf::wmul(", x, ", ", y, "));");
     case DTypeKind::kUnsigned:
     case DTypeKind::kFloat:
-    case DTypeKind::kComplex:  // not reached: complex steps run on the host
+    case DTypeKind::kComplex:  // gf::complex<double>'s schoolbook product and sum
       break;
   }
   return absl::StrCat("acc = acc + ", x, " * ", y, ";");
@@ -107,12 +107,54 @@ std::string MatmulSource(const std::string& name, DType a_dtype, DType b_dtype, 
   absl::StrAppend(&src, "          __syncthreads();\n        }\n");
   absl::StrAppend(&src, "        if (row < n && col < m) om[row * m + col] = ", result, ";\n");
   absl::StrAppend(&src, "      }\n    }\n  }\n}\n");
-  return absl::StrCat(kDeviceLibrary, src);
+  return DeviceSource(src);
 }
 
 std::vector<int64_t> Prefix(const Shape& shape, int drop) {
   if (shape.rank() <= drop) return {};
   return std::vector<int64_t>(shape.dims().begin(), shape.dims().end() - drop);
+}
+
+// dot with a 0-d operand (host_linalg.cc ScalarProduct): a thread per
+// output element multiplies the other operand's element by the scalar in
+// the compute class (floats: one product of exact operands, rounded once
+// when stored, as the reference's double product is).
+MatmulKernel ScalarProduct(const ValidatedNode& node, const std::string& name) {
+  const DType compute = node.type.compute_dtype;
+  const DType out = node.type.output.dtype;
+  const char* c = internal::ComputeClassName(compute);
+  const char* k = StorageTypeName(compute);
+  std::string product = "x * y";
+  if (compute == DType::kBool) product = "x && y";
+  if (KindOf(compute) == DTypeKind::kSigned) product = "gf::wmul(x, y)";
+  const std::string store = out == DType::kBool
+                                ? "(u8)gf::cv<bool>(r)"
+                                : absl::StrCat("gf::cv<", StorageTypeName(out), ">(r)");
+  auto operand = [&](int i) {
+    const bool scalar = node.input_types[i].shape.rank() == 0;
+    return absl::StrCat("gf::in<", c, ", ", k, ">(", i == 0 ? "a" : "b", scalar ? "[0]" : "[i]",
+                        ")");
+  };
+  const char* at = StorageTypeName(node.input_types[0].dtype);
+  const char* bt = StorageTypeName(node.input_types[1].dtype);
+  const char* ot = StorageTypeName(out);
+  MatmulKernel mk;
+  mk.name = name;
+  mk.source = DeviceSource(absl::StrCat(
+      "\nstruct ", name, "_args { unsigned long long w[4]; };\n",
+      "extern \"C\" __global__ void __launch_bounds__(256) ", name, "(const ", name, "_args p) {\n",
+      "  const ", at, "* __restrict__ a = (const ", at, "*)p.w[0];\n", "  const ", bt,
+      "* __restrict__ b = (const ", bt, "*)p.w[1];\n", "  ", ot, "* __restrict__ out = (", ot,
+      "*)p.w[2];\n", "  const long long n = (long long)p.w[3];\n",
+      "  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < n; i += gridDim.x * 256ll) {\n",
+      "    const ", c, " x = ", operand(0), ";\n", "    const ", c, " y = ", operand(1), ";\n",
+      "    const ", c, " r = ", product, ";\n", "    out[i] = ", store, ";\n", "  }\n}\n"));
+  const int64_t n = node.type.output.shape.num_elements();
+  mk.words = {0, 0, 0, static_cast<uint64_t>(n)};
+  mk.grid_x = std::clamp<int64_t>((n + 255) / 256, 1, int64_t{1} << 20);
+  mk.block_x = 256;
+  mk.block_y = 1;
+  return mk;
 }
 
 }  // namespace
@@ -129,7 +171,10 @@ absl::StatusOr<std::optional<MatmulKernel>> GenerateMatmul(const ValidatedGraph&
   const Shape& os = node.type.output.shape;
   const int a_rank = as.rank();
   const int b_rank = bs.rank();
-  if (a_rank == 0 || b_rank == 0) return std::nullopt;
+  if (a_rank == 0 || b_rank == 0) {
+    if (op != "dot") return absl::InvalidArgumentError("matmul of a 0-d operand");
+    return ScalarProduct(node, name);
+  }
   if (op == "dot" && (a_rank > 2 || b_rank > 2)) {
     return absl::InvalidArgumentError("dot of operands of rank > 2 (use matmul)");
   }

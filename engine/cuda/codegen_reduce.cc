@@ -17,10 +17,14 @@ namespace gpuflow::cuda {
 namespace {
 
 using internal::ComputeClassName;
+using internal::Contains;
+using internal::DoubleLiteral;
 using internal::RegisterTypeName;
 
-bool Contains(const std::vector<int>& v, int x) {
-  return std::find(v.begin(), v.end(), x) != v.end();
+// A 0-d literal: a scalar read once, in its launch word or (a complex128)
+// at element 0 of its uploaded buffer.
+bool IsScalarInput(const StepInput& in) {
+  return in.ref.kind == ValueRef::Kind::kLiteral && in.type.shape.rank() == 0;
 }
 
 // The external inputs of `nodes` (not computed by them, nor `skip`). Returns
@@ -38,8 +42,8 @@ bool CollectInputs(const ValidatedGraph& graph, const std::vector<int>& nodes, i
         continue;
       }
       StepInput input{ref, node.input_types[i], false};
-      input.by_value = ref.kind == ValueRef::Kind::kLiteral && input.type.shape.rank() == 0;
-      if (!input.by_value && !(input.type.shape == shape)) return false;
+      input.by_value = internal::PassedByValue(ref, input.type);
+      if (!IsScalarInput(input) && !(input.type.shape == shape)) return false;
       out->push_back(std::move(input));
     }
   }
@@ -57,7 +61,7 @@ std::string DeclareInputs(const std::vector<StepInput>& inputs, const std::strin
     const char* t = StorageTypeName(inputs[i].type.dtype);
     absl::StrAppend(&out, "  const ", t, "* __restrict__ ", prefix, i, " = (const ", t, "*)p.w[",
                     (*word)++, "];\n");
-    exprs->push_back(absl::StrCat(prefix, i, "[", index, "]"));
+    exprs->push_back(absl::StrCat(prefix, i, "[", IsScalarInput(inputs[i]) ? "0" : index, "]"));
   }
   return out;
 }
@@ -95,14 +99,6 @@ std::function<std::string(const ValueRef&)> ExprOf(const std::vector<StepInput>&
 
 const char* kReducibleOps[] = {"sum", "prod", "min", "max",       "mean",   "any",
                                "all", "var",  "std", "logsumexp", "argmin", "argmax"};
-
-// A double as an exact CUDA expression.
-std::string DoubleLiteral(double v) {
-  uint64_t bits = 0;
-  std::memcpy(&bits, &v, sizeof(bits));
-  return absl::StrCat("__longlong_as_double((long long)0x", absl::Hex(bits, absl::kZeroPad16),
-                      "ull)");
-}
 
 }  // namespace
 
@@ -197,20 +193,24 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   std::string finish = "acc";
   const bool logical = op == "any" || op == "all";
   if (op == "var" || op == "std") {
-    if (!IsFloat(compute)) return std::nullopt;  // the host reports the error
-    acc = "gf::var_acc";
-    ident = "gf::var_acc{0.0, 0.0, 0.0}";
-    combine = "gf::var_combine(a, b)";
+    // Complex values: the mean of |x - mean|^2, both parts' Welford updates
+    // in one accumulator (gf::cvar_acc).
+    const bool complex = IsComplex(compute);
+    if (!IsFloat(compute) && !complex) return std::nullopt;  // the host reports the error
+    const std::string v = complex ? "gf::cvar" : "gf::var";
+    acc = v + "_acc";
+    ident = complex ? "gf::cvar_acc{0.0, 0.0, 0.0, 0.0}" : "gf::var_acc{0.0, 0.0, 0.0}";
+    combine = v + "_combine(a, b)";
     // Shifted by the output's first element, so that a mean far from zero
     // costs no precision (Welford's error grows with mean / deviation).
-    push = "gf::var_push(a, x - shift)";
-    element = "double";
+    push = v + "_push(a, x - shift)";
+    element = complex ? "gf::complex<double>" : "double";
     const auto ddof = red.attrs.find("ddof");
     finish =
-        absl::StrCat("gf::var_finish(acc, (double)R, ",
+        absl::StrCat(v, "_finish(acc, (double)R, ",
                      DoubleLiteral(ddof == red.attrs.end() ? 0.0 : std::get<double>(ddof->second)),
                      op == "std" ? ", true)" : ", false)");
-    k.accumulator_bytes = 24;
+    k.accumulator_bytes = complex ? 32 : 24;
   } else if (op == "logsumexp") {
     if (!IsFloat(compute)) return std::nullopt;
     acc = "gf::lse_acc";
@@ -230,37 +230,13 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
     push = absl::StrCat("gf::arg_push<", c, ", ", max, ">(a, x, k)");
     element = c;
     finish = "acc.i";
-    k.accumulator_bytes = 16;
+    k.accumulator_bytes = IsComplex(compute) ? 32 : 16;  // {value, index}, 16-byte aligned
   } else {
-    if (logical) {
-      acc = "int";
-    } else if (IsFloat(compute) || op == "mean") {
-      acc = "double";
-    } else {
-      acc = KindOf(compute) == DTypeKind::kUnsigned ? "u64" : "i64";
-    }
-    k.accumulator_bytes = logical ? 4 : 8;
-    if (op == "sum" || op == "mean") {
-      ident = "(" + acc + ")0";
-      combine = "gf::op_add<" + acc + ">(a, b)";
-    } else if (op == "prod") {
-      ident = "(" + acc + ")1";
-      combine = "gf::op_mul<" + acc + ">(a, b)";
-    } else if (op == "min") {
-      ident = acc == "double" ? "__longlong_as_double(0x7ff0000000000000ll)"
-                              : (acc == "u64" ? "~0ull" : "9223372036854775807ll");
-      combine = "gf::op_minimum<" + acc + ">(a, b)";
-    } else if (op == "max") {
-      ident = acc == "double" ? "__longlong_as_double((long long)0xfff0000000000000ull)"
-                              : (acc == "u64" ? "0ull" : "(-9223372036854775807ll - 1)");
-      combine = "gf::op_maximum<" + acc + ">(a, b)";
-    } else if (op == "any") {
-      ident = "0";
-      combine = "(a | b)";
-    } else {  // all
-      ident = "1";
-      combine = "(a & b)";
-    }
+    const internal::Accumulator plain = internal::PlainAccumulator(op, compute);
+    acc = plain.type;
+    ident = plain.ident;
+    combine = plain.combine;
+    k.accumulator_bytes = logical ? 4 : (IsComplex(compute) ? 16 : 8);
   }
   if (op == "mean") finish = "acc / (double)R";
 
@@ -346,7 +322,8 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   // Four independent accumulators keep four loads in flight per thread.
   std::string init;
   if (op == "var" || op == "std") {
-    init = absl::StrCat("    double shift = 0.0;\n    if (R > 0) {\n      const long long k = 0;\n",
+    init = absl::StrCat("    ", element, " shift = (", element, ")0;\n",
+                        "    if (R > 0) {\n      const long long k = 0;\n",
                         "      long long off = ", offset, ";\n", pro_body,
                         "      shift = ", convert, ";\n    }\n");
   }
@@ -367,7 +344,7 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
   if (k.strategy == ReductionKernel::Strategy::kInner && !is_arg) {
     int64_t widest = 0;
     for (const StepInput& in : k.prologue_inputs) {
-      if (!in.by_value) widest = std::max<int64_t>(widest, ItemSize(in.type.dtype));
+      if (!IsScalarInput(in)) widest = std::max<int64_t>(widest, ItemSize(in.type.dtype));
     }
     if (widest > 0 && widest <= 8) vector_width = static_cast<int>(16 / widest);
   }
@@ -380,7 +357,7 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
     for (int u = 0; u < 2; ++u) {
       for (size_t i = 0; i < k.prologue_inputs.size(); ++i) {
         const StepInput& in = k.prologue_inputs[i];
-        if (in.by_value) continue;
+        if (IsScalarInput(in)) continue;
         const char* t = StorageTypeName(in.type.dtype);
         absl::StrAppend(&loads[u], "      const gf::vec<", t, ", ", e, "> pv", u, "_", i,
                         " = ((const gf::vec<", t, ", ", e, ">*)pi", i, ")[kv", u == 0 ? "" : " + ",
@@ -389,7 +366,7 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
       for (int j = 0; j < e; ++j) {
         std::vector<std::string> exprs = pro_exprs;
         for (size_t i = 0; i < k.prologue_inputs.size(); ++i) {
-          if (!k.prologue_inputs[i].by_value)
+          if (!IsScalarInput(k.prologue_inputs[i]))
             exprs[i] = absl::StrCat("pv", u, "_", i, ".v[", j, "]");
         }
         const auto expr = ExprOf(k.prologue_inputs, exprs, -1, "");
@@ -486,7 +463,7 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
       "    acc = reduce_t(temp).Reduce(acc, ", name, "_op());\n", "    if (threadIdx.x == 0) {\n",
       write, "    }\n", "    __syncthreads();\n  }\n}\n");
   k.kernel_source = src;
-  k.source = absl::StrCat(kDeviceLibrary, src);
+  k.source = DeviceSource(src);
   return k;
 }
 
@@ -715,7 +692,7 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
         "      }\n    }\n", tail);
   }
   k.kernel_source = src;
-  k.source = absl::StrCat(kDeviceLibrary, src);
+  k.source = DeviceSource(src);
   return k;
 }
 

@@ -54,7 +54,7 @@ absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& gra
 
   const DType compute = node.type.compute_dtype;
   const std::string acc = internal::WideAccumulatorName(compute);
-  k.accumulator_bytes = acc == "bool" ? 1 : 8;
+  k.accumulator_bytes = acc == "bool" ? 1 : (IsComplex(compute) ? 16 : 8);
   const bool prod = op == "cumprod";
   const std::string ident = absl::StrCat("(", acc, ")", prod ? "1" : "0");
   const std::string in_t = StorageTypeName(in_type.dtype);
@@ -171,9 +171,9 @@ absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& gra
                   "    }\n  }\n}\n");
   split = absl::StrCat(common, split);
   k.kernel_source = src;
-  k.source = absl::StrCat(kDeviceLibrary, src);
+  k.source = DeviceSource(src);
   k.split_kernel_source = split;
-  k.split_source = absl::StrCat(kDeviceLibrary, split);
+  k.split_source = DeviceSource(split);
   return k;
 }
 

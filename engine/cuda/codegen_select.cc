@@ -207,7 +207,7 @@ absl::StatusOr<SelectKernels> Scatter(const ValidatedNode& node) {
                     ScatterKernel(name, k.names[0], out, index, update, rank, index32, true,
                                   absl::StrCat("    ", name, "_atomic(out + j, ", value, ");\n")));
   }
-  k.source = absl::StrCat(kDeviceLibrary, text);
+  k.source = DeviceSource(text);
   k.winner_bytes = index32 ? 4 : 8;
   k.words = {0, 0, 0, 0, 0, static_cast<uint64_t>(k.count), static_cast<uint64_t>(k.size)};
   for (int64_t d : dims) k.words.push_back(static_cast<uint64_t>(d));
@@ -215,33 +215,27 @@ absl::StatusOr<SelectKernels> Scatter(const ValidatedNode& node) {
   return k;
 }
 
-SelectKernels FlatNonzero(const ValidatedNode& node) {
-  const DType in = node.input_types[0].dtype;
-  SelectKernels k;
-  k.kind = SelectKernels::Kind::kFlatNonzero;
-  const int64_t n = node.input_types[0].shape.num_elements();
-  const int64_t tiles = (n + kSelectTile - 1) / kSelectTile;
-  k.count = n;
-  k.size = node.type.output.shape.num_elements();
-  const std::string name = absl::StrCat("gf_flatnonzero_", DTypeName(in));
-  k.names = {name + "_count", name + "_scan", name + "_write"};
-  const char* x = StorageTypeName(in);
+}  // namespace
+
+std::string CompactionKernels(const std::string& name, const std::string& decl,
+                              const std::string& flag, const std::string& write, int words) {
   const std::string head = absl::StrCat(
-      "(const ", name, "_args p) {\n", "  const ", x, "* __restrict__ in = (const ", x,
-      "*)p.w[0];\n", "  long long* __restrict__ out = (long long*)p.w[1];\n",
+      "(const ", name, "_args p) {\n", decl,
       "  unsigned long long* counts = (unsigned long long*)p.w[2];\n",
       "  volatile unsigned long long* err = (volatile unsigned long long*)p.w[3];\n",
       "  const long long n = (long long)p.w[4];\n", "  const unsigned long long size = p.w[5];\n",
       "  const unsigned long long tiles = p.w[6];\n",
-      "  (void)in; (void)out; (void)err; (void)n; (void)size; (void)tiles;\n");
-  const std::string flag = "e < n && gf::cv<bool>(in[e])";
-  const std::string text = absl::StrCat(
-      "struct ", name, "_args { unsigned long long w[7]; };\n",
+      "  (void)counts; (void)err; (void)n; (void)size; (void)tiles;\n");
+  // `flag` sets bool f for element e (false past n).
+  const std::string flag_of =
+      absl::StrCat("    bool f = false;\n    if (e < n) {\n", flag, "    }\n");
+  return absl::StrCat(
+      "struct ", name, "_args { unsigned long long w[", words, "]; };\n",
       // Per-tile counts.
-      "extern \"C\" __global__ void __launch_bounds__(256) ", k.names[0], head,
+      "extern \"C\" __global__ void __launch_bounds__(256) ", name, "_count", head,
       "  const long long base = (long long)blockIdx.x * ", kSelectTile, ";\n",
       "  unsigned int c = 0;\n", "  for (int r = 0; r < ", kSelectTile / 256, "; ++r) {\n",
-      "    const long long e = base + r * 256 + threadIdx.x;\n", "    if (", flag, ") ++c;\n",
+      "    const long long e = base + r * 256 + threadIdx.x;\n", flag_of, "    if (f) ++c;\n",
       "  }\n", "  for (int o = 16; o > 0; o >>= 1) c += __shfl_down_sync(0xffffffffu, c, o);\n",
       "  __shared__ unsigned int warps[8];\n",
       "  if ((threadIdx.x & 31) == 0) warps[threadIdx.x >> 5] = c;\n", "  __syncthreads();\n",
@@ -249,7 +243,7 @@ SelectKernels FlatNonzero(const ValidatedNode& node) {
       "    for (int w = 0; w < 8; ++w) t += warps[w];\n", "    counts[blockIdx.x] = t;\n",
       "  }\n}\n",
       // One block: the counts become each tile's first output position.
-      "extern \"C\" __global__ void __launch_bounds__(1024) ", k.names[1], head,
+      "extern \"C\" __global__ void __launch_bounds__(1024) ", name, "_scan", head,
       "  const unsigned long long per = (tiles + 1023) / 1024;\n",
       "  const unsigned long long b0 = threadIdx.x * per;\n",
       "  const unsigned long long b1 = b0 + per < tiles ? b0 + per : tiles;\n",
@@ -264,23 +258,41 @@ SelectKernels FlatNonzero(const ValidatedNode& node) {
       "    const unsigned long long c = counts[b];\n", "    counts[b] = run;\n", "    run += c;\n",
       "  }\n", "  if (threadIdx.x == 1023 && part[1023] != size) *err = part[1023] + 1ull;\n",
       "}\n",
-      // Each tile's nonzero elements ranked by warp ballots, in C order.
-      "extern \"C\" __global__ void __launch_bounds__(256) ", k.names[2], head,
+      // Each tile's selected elements ranked by warp ballots, in C order.
+      "extern \"C\" __global__ void __launch_bounds__(256) ", name, "_write", head,
       "  const long long base = (long long)blockIdx.x * ", kSelectTile, ";\n",
       "  unsigned long long offset = counts[blockIdx.x];\n",
       "  __shared__ unsigned int warps[8];\n", "  const unsigned int lane = threadIdx.x & 31;\n",
       "  const unsigned int w = threadIdx.x >> 5;\n", "  for (int r = 0; r < ", kSelectTile / 256,
-      "; ++r) {\n", "    const long long e = base + r * 256 + threadIdx.x;\n",
-      "    const bool f = ", flag, ";\n",
+      "; ++r) {\n", "    const long long e = base + r * 256 + threadIdx.x;\n", flag_of,
       "    const unsigned int m = __ballot_sync(0xffffffffu, f);\n",
       "    if (lane == 0) warps[w] = __popc(m);\n", "    __syncthreads();\n",
       "    unsigned int before = 0, total = 0;\n", "    for (int i = 0; i < 8; ++i) {\n",
       "      const unsigned int c = warps[i];\n", "      if (i < (int)w) before += c;\n",
       "      total += c;\n", "    }\n", "    if (f) {\n",
       "      const unsigned long long pos = offset + before + __popc(m & ((1u << lane) - 1u));\n",
-      "      if (pos < size) out[pos] = e;\n", "    }\n", "    offset += total;\n",
+      "      if (pos < size) ", write, ";\n", "    }\n", "    offset += total;\n",
       "    __syncthreads();\n", "  }\n}\n");
-  k.source = absl::StrCat(kDeviceLibrary, text);
+}
+
+namespace {
+
+SelectKernels FlatNonzero(const ValidatedNode& node) {
+  const DType in = node.input_types[0].dtype;
+  SelectKernels k;
+  k.kind = SelectKernels::Kind::kFlatNonzero;
+  const int64_t n = node.input_types[0].shape.num_elements();
+  const int64_t tiles = (n + kSelectTile - 1) / kSelectTile;
+  k.count = n;
+  k.size = node.type.output.shape.num_elements();
+  const std::string name = absl::StrCat("gf_flatnonzero_", DTypeName(in));
+  k.names = {name + "_count", name + "_scan", name + "_write"};
+  const char* x = StorageTypeName(in);
+  const std::string decl = absl::StrCat(
+      "  const ", x, "* __restrict__ in = (const ", x, "*)p.w[0];\n",
+      "  long long* __restrict__ out = (long long*)p.w[1];\n", "  (void)in; (void)out;\n");
+  k.source = DeviceSource(
+      CompactionKernels(name, decl, "      f = gf::cv<bool>(in[e]);\n", "out[pos] = e", 7));
   k.words = {0,
              0,
              0,
@@ -295,6 +307,10 @@ SelectKernels FlatNonzero(const ValidatedNode& node) {
 
 absl::StatusOr<std::optional<SelectKernels>> GenerateSelectKernels(const ValidatedNode& node) {
   if (node.op == nullptr) return std::nullopt;
+  // Complex elements have no atomics here: the host path scatters them.
+  for (const ValueType& t : node.input_types) {
+    if (IsComplex(t.dtype)) return std::nullopt;
+  }
   if (node.op->name == "scatter" && node.input_types.size() == 3) {
     absl::StatusOr<SelectKernels> k = Scatter(node);
     if (!k.ok()) return k.status();

@@ -89,7 +89,9 @@ __global__ void FromKeys(const K* keys, const ValueOf<K>* values, void* out, int
 
 template <typename K>
 __global__ void CountSpecials(const K* in, SortKeyKind kind, int64_t length, int64_t inner,
-                              int64_t chunks, int64_t total_chunks, int64_t* counts) {
+                              int64_t chunks, int64_t total_chunks, int64_t* counts,
+                              const int64_t* needed) {
+  if (needed != nullptr && *needed == 0) return;
   constexpr K kSign = static_cast<K>(K{1} << (8 * sizeof(K) - 1));
   __shared__ unsigned long long shared[3];
   for (int64_t q = blockIdx.x; q < total_chunks; q += gridDim.x) {
@@ -119,7 +121,9 @@ __global__ void CountSpecials(const K* in, SortKeyKind kind, int64_t length, int
 
 // A block per row: exclusive prefixes of its chunks' zeros and NaNs, and
 // the row's totals.
-__global__ void FixPrefixes(int64_t* counts, int64_t* totals, int64_t chunks, int64_t rows) {
+__global__ void FixPrefixes(int64_t* counts, int64_t* totals, int64_t chunks, int64_t rows,
+                            const int64_t* needed) {
+  if (needed != nullptr && *needed == 0) return;
   using Scan = cub::BlockScan<int64_t, kBlock>;
   __shared__ typename Scan::TempStorage temp;
   for (int64_t s = blockIdx.x; s < rows; s += gridDim.x) {
@@ -160,7 +164,8 @@ __global__ void FixPrefixes(int64_t* counts, int64_t* totals, int64_t chunks, in
 template <typename K>
 __global__ void FixSpecials(const K* in, K* out, SortKeyKind kind, int64_t length, int64_t inner,
                             int64_t chunks, int64_t total_chunks, const int64_t* counts,
-                            const int64_t* totals) {
+                            const int64_t* totals, const int64_t* needed) {
+  if (needed != nullptr && *needed == 0) return;
   constexpr K kSign = static_cast<K>(K{1} << (8 * sizeof(K) - 1));
   using Scan = cub::BlockScan<int64_t, kBlock>;
   __shared__ typename Scan::TempStorage temp;
@@ -196,6 +201,89 @@ __global__ void FixSpecials(const K* in, K* out, SortKeyKind kind, int64_t lengt
   }
 }
 
+// ---- one contiguous row of float32/float64: CUB's own float sort ---------------
+// CUB sorts float keys directly (one pass fewer each way than keys of
+// ours): [-NaN][negatives][-0.0][+0.0][positives][+NaN], NaNs by their
+// bits. NumPy's order puts every NaN last and keeps zeros and NaNs in input
+// order. Inspect finds the regions by block searches of the sorted row
+// and says what needs doing (flags[0]: the leading negative NaNs to rotate
+// to the end; flags[1]: zeros or NaNs of different bits, which the fix-up
+// kernels above then write again in input order); the kernels after it
+// return at once when there is nothing to do, so a row without such values
+// costs CUB's sort and a few idle launches, no host round trip.
+
+template <typename F>
+struct FloatBits {
+  using type = std::conditional_t<sizeof(F) == 8, unsigned long long, unsigned int>;
+};
+
+// The first i in [lo, hi) with pred(i) (false before, true after), else hi;
+// every thread of the block calls it.
+template <typename P>
+__device__ int64_t BlockFindFirst(int64_t lo, int64_t hi, P pred) {
+  __shared__ long long first;
+  while (lo < hi) {
+    const int64_t step = (hi - lo + kBlock - 1) / kBlock;
+    if (threadIdx.x == 0) first = hi;
+    __syncthreads();
+    const int64_t i = lo + static_cast<int64_t>(threadIdx.x) * step;
+    if (i < hi && pred(i)) atomicMin(&first, static_cast<long long>(i));
+    __syncthreads();
+    const int64_t f = first;
+    __syncthreads();
+    if (step == 1) return f;
+    if (f == hi) {
+      lo = lo + ((hi - 1 - lo) / step) * step + 1;  // past the last sample
+    } else {
+      // The answer is in (f - step, f): [lo, hi) or, if none there, f.
+      lo = f - step + 1 > lo ? f - step + 1 : lo;
+      hi = f;
+    }
+  }
+  return hi;
+}
+
+template <typename F>
+__global__ void Inspect(const F* out, int64_t n, int64_t* flags) {
+  using B = typename FloatBits<F>::type;
+  auto bits = [&](int64_t i) { return *reinterpret_cast<const B*>(out + i); };
+  const int64_t k =
+      BlockFindFirst(0, n, [&](int64_t i) { return !(isnan(out[i]) && signbit(out[i])); });
+  const int64_t p0 = BlockFindFirst(k, n, [&](int64_t i) { return isnan(out[i]); });
+  const int64_t z0 = BlockFindFirst(k, p0, [&](int64_t i) { return out[i] >= F(0); });
+  const int64_t z1 = BlockFindFirst(z0, p0, [&](int64_t i) { return out[i] > F(0); });
+  if (threadIdx.x == 0) {
+    const bool mixed_zeros = z1 - z0 >= 2 && bits(z0) != bits(z1 - 1);
+    const int64_t positive_nans = n - p0;
+    bool mixed_nans = k > 0 && positive_nans > 0;
+    if (k >= 2 && bits(0) != bits(k - 1)) mixed_nans = true;
+    if (positive_nans >= 2 && bits(p0) != bits(n - 1)) mixed_nans = true;
+    flags[0] = k;
+    flags[1] = mixed_zeros || mixed_nans ? 1 : 0;
+  }
+}
+
+// out rotated left by flags[0] through `copy` (two kernels: every element
+// moves), when there are leading negative NaNs.
+template <typename F>
+__global__ void RotateOut(const F* out, F* copy, int64_t n, const int64_t* flags) {
+  const int64_t k = flags[0];
+  if (k == 0) return;
+  for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < n;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    copy[t] = out[t + k < n ? t + k : t + k - n];
+  }
+}
+
+template <typename F>
+__global__ void RotateBack(const F* copy, F* out, int64_t n, const int64_t* flags) {
+  if (flags[0] == 0) return;
+  for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < n;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    out[t] = copy[t];
+  }
+}
+
 __global__ void RowOffsets(int64_t* offsets, int64_t length, int64_t rows) {
   for (int64_t s = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; s <= rows;
        s += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -209,12 +297,13 @@ struct Layout {
   int64_t n = 0;
   int64_t rows = 0;
   bool pairs = false;
-  size_t keys = 0;     // bytes of one key array
-  size_t index = 0;    // bytes of one index array (0: keys only)
-  size_t offsets = 0;  // bytes of the row offsets (0: one row)
-  bool fix = false;    // keys-only floats: zeros and NaNs written again
-  int64_t chunks = 0;  // fix-up chunks per row
-  size_t counts = 0;   // bytes of the fix-up counts and row totals
+  size_t keys = 0;      // bytes of one key array
+  size_t index = 0;     // bytes of one index array (0: keys only)
+  size_t offsets = 0;   // bytes of the row offsets (0: one row)
+  bool fix = false;     // keys-only floats: zeros and NaNs written again
+  int64_t chunks = 0;   // fix-up chunks per row
+  size_t counts = 0;    // bytes of the fix-up counts, row totals and flags
+  bool direct = false;  // one contiguous float32/float64 row: CUB's float sort
   size_t fixed() const { return 2 * keys + 2 * index + offsets + counts; }
 };
 
@@ -229,7 +318,9 @@ Layout LayoutOf(const DeviceSortArgs& a) {
   l.fix = floating && !a.indices && kFloatKeysOnly;
   if (l.fix) {
     l.chunks = (a.length + kFixChunk - 1) / kFixChunk;
-    l.counts = Aligned(static_cast<size_t>(l.rows * l.chunks * 3 + l.rows * 2) * sizeof(int64_t));
+    l.counts =
+        Aligned(static_cast<size_t>(l.rows * l.chunks * 3 + l.rows * 2 + 2) * sizeof(int64_t));
+    l.direct = l.rows == 1 && (a.kind == SortKeyKind::kFloat32 || a.kind == SortKeyKind::kFloat64);
   }
   l.keys = Aligned(static_cast<size_t>(l.n) * a.key_bytes);
   l.index = l.pairs ? Aligned(static_cast<size_t>(l.n) * sizeof(ValueOf<K>)) : 0;
@@ -269,6 +360,25 @@ int GridFor(int64_t n) {
   return static_cast<int>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
 }
 
+// The zeros and NaNs of keys-only float sorts written again in input order
+// (when `needed` is not null, only if *needed says so).
+template <typename K>
+DeviceSortCall FixUp(const DeviceSortArgs& a, const Layout& l, const K* in, int64_t* counts,
+                     int64_t* totals, const int64_t* needed, cudaStream_t stream) {
+  const int64_t total_chunks = l.rows * l.chunks;
+  const int grid = static_cast<int>(total_chunks < 65536 ? total_chunks : 65536);
+  CountSpecials<K><<<grid, kBlock, 0, stream>>>(in, a.kind, a.length, a.inner, l.chunks,
+                                                total_chunks, counts, needed);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "CountSpecials<<<>>>"};
+  const int row_grid = static_cast<int>(l.rows < 65536 ? l.rows : 65536);
+  FixPrefixes<<<row_grid, kBlock, 0, stream>>>(counts, totals, l.chunks, l.rows, needed);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "FixPrefixes<<<>>>"};
+  FixSpecials<K><<<grid, kBlock, 0, stream>>>(in, static_cast<K*>(a.out), a.kind, a.length, a.inner,
+                                              l.chunks, total_chunks, counts, totals, needed);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "FixSpecials<<<>>>"};
+  return {};
+}
+
 template <typename K>
 DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
                    cudaStream_t stream, size_t* bytes_out) {
@@ -286,8 +396,17 @@ DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
   int64_t* totals = l.fix ? counts + 3 * l.rows * l.chunks : nullptr;
   if (bytes_out != nullptr) {
     size_t temp_bytes = 0;
-    DeviceSortCall c =
-        CubSort<K>(l, nullptr, temp_bytes, keys_in, keys_out, index_in, index_out, offsets, stream);
+    DeviceSortCall c;
+    if (l.direct) {
+      using F = std::conditional_t<sizeof(K) == 8, double, float>;
+      c.error = cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, static_cast<const F*>(nullptr),
+                                               static_cast<F*>(nullptr), l.n, 0,
+                                               static_cast<int>(8 * sizeof(F)), stream);
+      c.call = "cub::DeviceRadixSort::SortKeys";
+    } else {
+      c = CubSort<K>(l, nullptr, temp_bytes, keys_in, keys_out, index_in, index_out, offsets,
+                     stream);
+    }
     if (c.error != cudaSuccess) return c;
     *bytes_out = l.fixed() + Aligned(temp_bytes) + 256;
     return {};
@@ -295,8 +414,26 @@ DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
   if (l.n == 0) return {};
   void* temp = base + l.fixed();
   size_t temp_bytes = scratch_bytes - l.fixed();
-  ToKeys<K><<<GridFor(l.n), kBlock, 0, stream>>>(static_cast<const K*>(a.in), keys_in, index_in,
-                                                 a.indices, a.kind, a.length, a.inner, l.n);
+  const K* in = static_cast<const K*>(a.in);
+  if (l.direct) {
+    using F = std::conditional_t<sizeof(K) == 8, double, float>;
+    F* out = static_cast<F*>(a.out);
+    int64_t* flags = totals + 2;
+    cudaError_t e =
+        cub::DeviceRadixSort::SortKeys(temp, temp_bytes, static_cast<const F*>(a.in), out, l.n, 0,
+                                       static_cast<int>(8 * sizeof(F)), stream);
+    if (e != cudaSuccess) return {e, "cub::DeviceRadixSort::SortKeys"};
+    Inspect<F><<<1, kBlock, 0, stream>>>(out, l.n, flags);
+    if (e = cudaGetLastError(); e != cudaSuccess) return {e, "Inspect<<<>>>"};
+    F* copy = reinterpret_cast<F*>(keys_in);
+    RotateOut<F><<<GridFor(l.n), kBlock, 0, stream>>>(out, copy, l.n, flags);
+    if (e = cudaGetLastError(); e != cudaSuccess) return {e, "RotateOut<<<>>>"};
+    RotateBack<F><<<GridFor(l.n), kBlock, 0, stream>>>(copy, out, l.n, flags);
+    if (e = cudaGetLastError(); e != cudaSuccess) return {e, "RotateBack<<<>>>"};
+    return FixUp<K>(a, l, in, counts, totals, flags + 1, stream);
+  }
+  ToKeys<K><<<GridFor(l.n), kBlock, 0, stream>>>(in, keys_in, index_in, a.indices, a.kind, a.length,
+                                                 a.inner, l.n);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "ToKeys<<<>>>"};
   if (offsets != nullptr) {
     RowOffsets<<<GridFor(l.rows + 1), kBlock, 0, stream>>>(offsets, a.length, l.rows);
@@ -309,20 +446,7 @@ DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
   FromKeys<K><<<GridFor(l.n), kBlock, 0, stream>>>(keys_out, index_out, a.out, mode, a.kind,
                                                    a.length, a.inner, l.n);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "FromKeys<<<>>>"};
-  if (l.fix) {
-    const int64_t total_chunks = l.rows * l.chunks;
-    const int grid = static_cast<int>(total_chunks < 65536 ? total_chunks : 65536);
-    const K* in = static_cast<const K*>(a.in);
-    CountSpecials<K><<<grid, kBlock, 0, stream>>>(in, a.kind, a.length, a.inner, l.chunks,
-                                                  total_chunks, counts);
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "CountSpecials<<<>>>"};
-    const int row_grid = static_cast<int>(l.rows < 65536 ? l.rows : 65536);
-    FixPrefixes<<<row_grid, kBlock, 0, stream>>>(counts, totals, l.chunks, l.rows);
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "FixPrefixes<<<>>>"};
-    FixSpecials<K><<<grid, kBlock, 0, stream>>>(in, static_cast<K*>(a.out), a.kind, a.length,
-                                                a.inner, l.chunks, total_chunks, counts, totals);
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "FixSpecials<<<>>>"};
-  }
+  if (l.fix) return FixUp<K>(a, l, in, counts, totals, nullptr, stream);
   return {};
 }
 

@@ -88,10 +88,14 @@ class RunValues {
 struct EventPair {
   cudaEvent_t begin = nullptr;
   cudaEvent_t end = nullptr;
-  EventPair() = default;
+  // The device the events belong to, made current to destroy them (a
+  // server of several devices frees them from any thread).
+  int device = 0;
+  explicit EventPair(int device_ordinal) : device(device_ordinal) {}
   EventPair(const EventPair&) = delete;
   EventPair& operator=(const EventPair&) = delete;
   ~EventPair() {
+    if (begin != nullptr || end != nullptr) cudaSetDevice(device);
     if (begin != nullptr) cudaEventDestroy(begin);
     if (end != nullptr) cudaEventDestroy(end);
   }
@@ -138,6 +142,8 @@ class CudaBackend final : public Backend {
   absl::Status Synchronize(Stream& stream) override {
     return device_->Synchronize(static_cast<CudaStream&>(stream));
   }
+  absl::StatusOr<CopyRoute> CopyFrom(Backend& source, const DeviceBuffer& src, Stream& src_stream,
+                                     DeviceBuffer& dst, Stream& dst_stream, int64_t n) override;
   absl::StatusOr<std::unique_ptr<HostRegistration>> RegisterHost(void* base,
                                                                  int64_t bytes) override {
     return device_->RegisterHost(base, bytes);
@@ -181,7 +187,7 @@ class CudaBackend final : public Backend {
       }
     }
     if (events == nullptr) {
-      events = std::make_unique<EventPair>();
+      events = std::make_unique<EventPair>(device_->device());
       GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&events->begin));
       GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&events->end));
     }
@@ -229,6 +235,37 @@ class CudaBackend final : public Backend {
       ABSL_GUARDED_BY(plan_code_mu_);
 };
 
+absl::StatusOr<CopyRoute> CudaBackend::CopyFrom(Backend& source, const DeviceBuffer& src,
+                                                Stream& src_stream, DeviceBuffer& dst,
+                                                Stream& dst_stream, int64_t n) {
+  if (source.name() != "cuda")
+    return Backend::CopyFrom(source, src, src_stream, dst, dst_stream, n);
+  if (absl::Status s = CheckCopyRange(src.size(), 0, n); !s.ok()) return s;
+  if (absl::Status s = CheckCopyRange(dst.size(), 0, n); !s.ok()) return s;
+  // The source's queued work first, on its own device (its backend makes
+  // that device current).
+  if (absl::Status s = source.Synchronize(src_stream); !s.ok()) return s;
+  const int peer = source.device();
+  void* const to = static_cast<CudaBuffer&>(dst).data();
+  const void* const from = static_cast<const CudaBuffer&>(src).data();
+  auto& stream = static_cast<CudaStream&>(dst_stream);
+  CopyRoute route = CopyRoute::kPeer;
+  if (peer == device_->device()) {
+    route = CopyRoute::kDevice;
+    if (absl::Status s = device_->CopyDeviceToDevice(to, from, n, stream); !s.ok()) return s;
+  } else if (!device_->CanReachPeer(peer)) {
+    if (absl::Status s = CopyThroughHost(source, src, src_stream, *this, dst, dst_stream, n);
+        !s.ok()) {
+      return s;
+    }
+    return CopyRoute::kStaged;
+  } else if (absl::Status s = device_->CopyFromPeer(to, from, peer, n, stream); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = device_->Synchronize(stream); !s.ok()) return s;
+  return route;
+}
+
 absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Plan& plan,
                                            absl::Span<const Array> arrays, Stream& base_stream,
                                            const RunOptions& options) {
@@ -272,7 +309,7 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
     }
     const Step& step = plan.steps[s];
     const absl::Time step_start = absl::Now();
-    EventPair step_events;
+    EventPair step_events(device_->device());
     if (options.profile) {
       GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_events.begin));
       GPUFLOW_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_events.end));
@@ -408,6 +445,16 @@ absl::StatusOr<PrecompileResult> CudaBackend::CompilePlan(PlanCode& code,
 }
 
 }  // namespace
+
+absl::StatusOr<int> VisibleDeviceCount() {
+  int count = 0;
+  if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
+    cudaGetLastError();  // no driver or no device: not an error to keep
+    return absl::FailedPreconditionError(
+        absl::StrCat("cudaGetDeviceCount: ", cudaGetErrorString(e)));
+  }
+  return count;
+}
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const CudaBackendOptions& options) {
   absl::StatusOr<std::unique_ptr<DeviceRuntime>> device = DeviceRuntime::Create(options);

@@ -49,6 +49,12 @@ struct CudaBackendOptions {
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const CudaBackendOptions& options);
 
+// How many CUDA devices this process sees (cudaGetDeviceCount, after
+// CUDA_VISIBLE_DEVICES). FAILED_PRECONDITION without a driver, or in a build
+// without the CUDA backend. Each device a server drives gets a backend of
+// its own: CreateCudaBackend({.device = ordinal}).
+absl::StatusOr<int> VisibleDeviceCount();
+
 }  // namespace gpuflow::cuda
 
 #endif  // GPUFLOW_ENGINE_CUDA_CUDA_BACKEND_H_

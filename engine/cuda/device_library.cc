@@ -1,5 +1,8 @@
 #include "engine/cuda/device_library.h"
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
 namespace gpuflow::cuda {
 
 // The semantics mirror engine/host (the reference kernels): compute classes bool,
@@ -35,6 +38,12 @@ template <class T> struct is_signed_int {
 template <class T> struct is_unsigned_int {
   static constexpr bool v = same<T, u8>::v || same<T, u16>::v || same<T, u32>::v || same<T, u64>::v;
 };
+// Complex values (kDeviceComplexLibrary, appended for the kernels that use
+// them): the ops below send them to its c_<op> functions, found by
+// argument-dependent lookup when a kernel instantiates them.
+template <class T> struct complex;
+template <class T> struct is_cx { static constexpr bool v = false; };
+template <class T> struct is_cx<complex<T>> { static constexpr bool v = true; };
 template <class T> struct limits;
 template <> struct limits<i8> { static constexpr double lo = -128.0, hi_ex = 128.0; };
 template <> struct limits<i16> { static constexpr double lo = -32768.0, hi_ex = 32768.0; };
@@ -74,7 +83,9 @@ template <class To> __device__ __forceinline__ To sat(float v) {
 
 // cv<To>(v): gpuflow's conversion semantics between any two types.
 template <class To, class From> __device__ __forceinline__ To cv(From v) {
-  if constexpr (is_narrow<From>::v) {
+  if constexpr ((is_cx<From>::v || is_cx<To>::v) && !same<To, From>::v) {
+    return cx_cv(v, (To*)nullptr);
+  } else if constexpr (is_narrow<From>::v) {
     return cv<To>(widen(v));
   } else if constexpr (same<To, From>::v) {
     return v;
@@ -115,28 +126,36 @@ __device__ __forceinline__ i64 wneg(i64 a) { return (i64)(0ull - (u64)a); }
 template <class C> __device__ __forceinline__ C op_neg(C a) {
   if constexpr (same<C, i64>::v) return wneg(a); else if constexpr (same<C, u64>::v) return 0ull - a; else return -a;
 }
-template <class C> __device__ __forceinline__ C op_abs(C a) {
-  if constexpr (same<C, i64>::v) return a < 0 ? wneg(a) : a;
+template <class C> __device__ __forceinline__ auto op_abs(C a) {
+  if constexpr (is_cx<C>::v) return c_abs(a);
+  else if constexpr (same<C, i64>::v) return a < 0 ? wneg(a) : a;
   else if constexpr (same<C, float>::v || same<C, double>::v) return fabs(a);
   else return a;
 }
 template <class C> __device__ __forceinline__ C op_sign(C a) {
-  if constexpr (is_fp<C>::v) return a > 0 ? (C)1 : (a < 0 ? (C)-1 : (a == 0 ? (C)0 : a));
+  if constexpr (is_cx<C>::v) return c_sign(a);
+  else if constexpr (is_fp<C>::v) return a > 0 ? (C)1 : (a < 0 ? (C)-1 : (a == 0 ? (C)0 : a));
   else if constexpr (same<C, u64>::v) return a > 0 ? 1 : 0;
   else return a > 0 ? 1 : (a < 0 ? -1 : 0);
 }
 template <class C> __device__ __forceinline__ C op_square(C a) {
   if constexpr (same<C, i64>::v) return wmul(a, a); else if constexpr (same<C, bool>::v) return a; else return a * a;
 }
-template <class C> __device__ __forceinline__ C op_sqrt(C a) { return sqrt(a); }
-template <class C> __device__ __forceinline__ C op_rsqrt(C a) { return (C)1 / sqrt(a); }
-template <class C> __device__ __forceinline__ C op_exp(C a) { return exp(a); }
-template <class C> __device__ __forceinline__ C op_log(C a) { return log(a); }
-template <class C> __device__ __forceinline__ C op_log1p(C a) { return log1p(a); }
-template <class C> __device__ __forceinline__ C op_expm1(C a) { return expm1(a); }
-template <class C> __device__ __forceinline__ C op_sin(C a) { return sin(a); }
-template <class C> __device__ __forceinline__ C op_cos(C a) { return cos(a); }
-template <class C> __device__ __forceinline__ C op_tanh(C a) { return tanh(a); }
+template <class C> __device__ __forceinline__ C op_sqrt(C a) { if constexpr (is_cx<C>::v) return c_sqrt(a); else return sqrt(a); }
+template <class C> __device__ __forceinline__ C op_rsqrt(C a) { if constexpr (is_cx<C>::v) return c_reciprocal(c_sqrt(a)); else return (C)1 / sqrt(a); }
+template <class C> __device__ __forceinline__ C op_exp(C a) { if constexpr (is_cx<C>::v) return c_exp(a); else return exp(a); }
+template <class C> __device__ __forceinline__ C op_log(C a) { if constexpr (is_cx<C>::v) return c_log(a); else return log(a); }
+template <class C> __device__ __forceinline__ C op_log1p(C a) { if constexpr (is_cx<C>::v) return c_log1p(a); else return log1p(a); }
+template <class C> __device__ __forceinline__ C op_expm1(C a) { if constexpr (is_cx<C>::v) return c_expm1(a); else return expm1(a); }
+template <class C> __device__ __forceinline__ C op_sin(C a) { if constexpr (is_cx<C>::v) return c_sin(a); else return sin(a); }
+template <class C> __device__ __forceinline__ C op_cos(C a) { if constexpr (is_cx<C>::v) return c_cos(a); else return cos(a); }
+template <class C> __device__ __forceinline__ C op_tanh(C a) { if constexpr (is_cx<C>::v) return c_tanh(a); else return tanh(a); }
+template <class C> __device__ __forceinline__ C op_asin(C a) { if constexpr (is_cx<C>::v) return c_asin(a); else return asin(a); }
+template <class C> __device__ __forceinline__ C op_acos(C a) { if constexpr (is_cx<C>::v) return c_acos(a); else return acos(a); }
+template <class C> __device__ __forceinline__ C op_atan(C a) { if constexpr (is_cx<C>::v) return c_atan(a); else return atan(a); }
+template <class C> __device__ __forceinline__ C op_asinh(C a) { if constexpr (is_cx<C>::v) return c_asinh(a); else return asinh(a); }
+template <class C> __device__ __forceinline__ C op_acosh(C a) { if constexpr (is_cx<C>::v) return c_acosh(a); else return acosh(a); }
+template <class C> __device__ __forceinline__ C op_atanh(C a) { if constexpr (is_cx<C>::v) return c_atanh(a); else return atanh(a); }
 template <class C> __device__ __forceinline__ C op_erf(C a) { return erf(a); }
 template <class C> __device__ __forceinline__ C op_sigmoid(C a) {
   if (a >= 0) return (C)1 / ((C)1 + exp(-a));
@@ -148,21 +167,34 @@ template <class C> __device__ __forceinline__ C op_gelu(C a) {
 }
 template <class C> __device__ __forceinline__ C op_floor(C a) { if constexpr (is_fp<C>::v) return floor(a); else return a; }
 template <class C> __device__ __forceinline__ C op_ceil(C a) { if constexpr (is_fp<C>::v) return ceil(a); else return a; }
-template <class C> __device__ __forceinline__ C op_round(C a) { if constexpr (is_fp<C>::v) return rint(a); else return a; }
+template <class C> __device__ __forceinline__ C op_round(C a) {
+  if constexpr (is_cx<C>::v) return c_round(a); else if constexpr (is_fp<C>::v) return rint(a); else return a;
+}
 template <class C> __device__ __forceinline__ C op_relu(C a) {
   if constexpr (is_fp<C>::v) return a != a ? a : (a > 0 ? a : (C)0); else return a > (C)0 ? a : (C)0;
 }
 template <class C> __device__ __forceinline__ C op_reciprocal(C a) {
-  if constexpr (is_fp<C>::v) return (C)1 / a;
+  if constexpr (is_cx<C>::v) return c_reciprocal(a);
+  else if constexpr (is_fp<C>::v) return (C)1 / a;
   else if constexpr (same<C, i64>::v) return (a == 1 || a == -1) ? a : 0;
   else if constexpr (same<C, u64>::v) return a == 1 ? 1 : 0;
   else return a;
 }
-template <class C> __device__ __forceinline__ bool op_isnan(C a) { if constexpr (is_fp<C>::v) return a != a; else return false; }
-template <class C> __device__ __forceinline__ bool op_isinf(C a) { if constexpr (is_fp<C>::v) return isinf(a); else return false; }
+template <class C> __device__ __forceinline__ bool op_isnan(C a) {
+  if constexpr (is_cx<C>::v) return c_isnan(a); else if constexpr (is_fp<C>::v) return a != a; else return false;
+}
+template <class C> __device__ __forceinline__ bool op_isinf(C a) {
+  if constexpr (is_cx<C>::v) return c_isinf(a); else if constexpr (is_fp<C>::v) return isinf(a); else return false;
+}
 template <class C> __device__ __forceinline__ bool op_logical_not(C a) { return !(a != (C)0); }
 template <class C> __device__ __forceinline__ C op_bitwise_not(C a) { if constexpr (same<C, bool>::v) return !a; else return ~a; }
 template <class C> __device__ __forceinline__ C op_cast(C a) { return a; }
+// real, imag, conj, angle: a real x is its own real part and conjugate, with
+// a zero imaginary part and an angle of atan2(0, x).
+template <class C> __device__ __forceinline__ auto op_real(C a) { if constexpr (is_cx<C>::v) return a.re; else return a; }
+template <class C> __device__ __forceinline__ auto op_imag(C a) { if constexpr (is_cx<C>::v) return a.im; else return (C)0; }
+template <class C> __device__ __forceinline__ C op_conj(C a) { if constexpr (is_cx<C>::v) return c_conj(a); else return a; }
+template <class C> __device__ __forceinline__ auto op_angle(C a) { if constexpr (is_cx<C>::v) return c_angle(a); else return atan2((C)0, a); }
 
 // ---- binary ----
 template <class C> __device__ __forceinline__ C op_add(C a, C b) {
@@ -214,18 +246,23 @@ __device__ __forceinline__ u64 wpow(u64 base, u64 e) {
   return r;
 }
 template <class C> __device__ __forceinline__ C op_pow(C a, C b) {
-  if constexpr (is_fp<C>::v) return pow(a, b);
+  if constexpr (is_cx<C>::v) return c_pow(a, b);
+  else if constexpr (is_fp<C>::v) return pow(a, b);
   else if constexpr (same<C, u64>::v) return wpow(a, b);
   else {
     if (b < 0) { if (a == 1) return 1; if (a == -1) return (b & 1) ? -1 : 1; return 0; }
     return (i64)wpow((u64)a, (u64)b);
   }
 }
+// Complex: ordered by real, then imaginary part; a NaN, else the first of
+// equal values.
 template <class C> __device__ __forceinline__ C op_maximum(C a, C b) {
+  if constexpr (is_cx<C>::v) return c_isnan(a) || a >= b ? a : b;
   if constexpr (is_fp<C>::v) { if (a != a) return a; }
   return a > b ? a : b;
 }
 template <class C> __device__ __forceinline__ C op_minimum(C a, C b) {
+  if constexpr (is_cx<C>::v) return c_isnan(a) || b >= a ? a : b;
   if constexpr (is_fp<C>::v) { if (a != a) return a; }
   return a < b ? a : b;
 }
@@ -246,7 +283,9 @@ template <class C> __device__ __forceinline__ C op_bitwise_xor(C a, C b) { if co
 // ---- ternary ----
 template <class C> __device__ __forceinline__ C op_clip(C x, C lo, C hi) {
   C t = x;
-  if constexpr (is_fp<C>::v) {
+  if constexpr (is_cx<C>::v) {
+    return op_minimum(op_maximum(t, lo), hi);
+  } else if constexpr (is_fp<C>::v) {
     if (t == t) t = t > lo ? t : lo;
     if (t == t) t = t < hi ? t : hi;
     return t;
@@ -306,7 +345,7 @@ __device__ __forceinline__ double lse_finish(lse_acc a) { return isfinite(a.m) ?
 // in the input's dtype. The answer is the first extremum, or the first NaN.
 template <class C> struct arg_acc { C v; long long i; };
 template <class C> __device__ __forceinline__ bool is_nan(C v) {
-  if constexpr (is_fp<C>::v) return v != v; else return false;
+  if constexpr (is_cx<C>::v) return c_isnan(v); else if constexpr (is_fp<C>::v) return v != v; else return false;
 }
 // Elements pushed in increasing index order (each accumulator's loop).
 template <class C, bool kMax> __device__ __forceinline__ arg_acc<C> arg_push(arg_acc<C> a, C x, long long k) {
@@ -525,5 +564,12 @@ template <class T, int B, int N> struct BlockExchange {
 
 }  // namespace gf
 )CUDA";
+
+std::string DeviceSource(absl::string_view kernel) {
+  if (absl::StrContains(kernel, "gf::complex")) {
+    return absl::StrCat(kDeviceLibrary, kDeviceComplexLibrary, kernel);
+  }
+  return absl::StrCat(kDeviceLibrary, kernel);
+}
 
 }  // namespace gpuflow::cuda

@@ -156,7 +156,8 @@ absl::StatusOr<std::unique_ptr<Stream>> DeviceRuntime::CreateStream(
 int DeviceRuntime::highest_priority() const {
   int least = 0;
   int greatest = 0;
-  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
+  if (cudaSetDevice(device_) != cudaSuccess ||
+      cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
     cudaGetLastError();  // a query: not sticky
     return 0;
   }
@@ -456,6 +457,32 @@ absl::Status DeviceRuntime::CopyDeviceToDevice(void* dst, const void* src, int64
   return Check(
       cudaMemcpyAsync(dst, src, static_cast<size_t>(n), cudaMemcpyDeviceToDevice, stream.get()),
       "cudaMemcpyAsync (device to device)");
+}
+
+bool DeviceRuntime::CanReachPeer(int peer) {
+  absl::MutexLock lock(&peers_mu_);
+  for (const auto& [ordinal, reachable] : peers_) {
+    if (ordinal == peer) return reachable;
+  }
+  bool reachable = false;
+  int can = 0;
+  if (cudaSetDevice(device_) == cudaSuccess &&
+      cudaDeviceCanAccessPeer(&can, device_, peer) == cudaSuccess && can != 0) {
+    // Access from this device (the current one) to the peer's memory.
+    const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+    reachable = e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled;
+  }
+  cudaGetLastError();  // queries and an already-enabled access: nothing sticky to keep
+  peers_.emplace_back(peer, reachable);
+  return reachable;
+}
+
+absl::Status DeviceRuntime::CopyFromPeer(void* dst, const void* src, int peer, int64_t n,
+                                         CudaStream& stream) {
+  if (n <= 0) return absl::OkStatus();
+  GPUFLOW_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  return Check(cudaMemcpyPeerAsync(dst, device_, src, peer, static_cast<size_t>(n), stream.get()),
+               "cudaMemcpyPeerAsync");
 }
 
 absl::StatusOr<std::unique_ptr<DeviceImport>> DeviceRuntime::ImportIpc(absl::string_view handle) {

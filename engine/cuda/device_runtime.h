@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -175,6 +176,13 @@ class DeviceRuntime {
                                 CudaStream& stream);
   // One cudaMemcpyAsync of n bytes between device addresses, on `stream`.
   absl::Status CopyDeviceToDevice(void* dst, const void* src, int64_t n, CudaStream& stream);
+  // Whether this device can read device `peer`'s memory directly
+  // (cudaDeviceCanAccessPeer), enabling that access on first use; asked
+  // once per peer. False: copies from it stage through host memory.
+  bool CanReachPeer(int peer);
+  // One cudaMemcpyPeerAsync of n bytes from `src` on device `peer` into
+  // `dst` on this device, on `stream` (of this device).
+  absl::Status CopyFromPeer(void* dst, const void* src, int peer, int64_t n, CudaStream& stream);
   // Opens another process's cudaIpcMemHandle_t (64 bytes) of memory on
   // this device (Backend::ImportDeviceMemory).
   absl::StatusOr<std::unique_ptr<DeviceImport>> ImportIpc(absl::string_view handle);
@@ -196,6 +204,9 @@ class DeviceRuntime {
   const cudaDeviceProp props_;
   cudaMemPool_t pool_;
   std::atomic<bool> healthy_{true};
+  absl::Mutex peers_mu_;
+  // Peer ordinal -> whether this device reaches its memory (CanReachPeer).
+  std::vector<std::pair<int, bool>> peers_ ABSL_GUARDED_BY(peers_mu_);
 };
 
 }  // namespace gpuflow::cuda

@@ -192,6 +192,20 @@ absl::Status RunCustom(StepRunContext& ctx) {
   if (!k.ok()) return k.status();
   const CustomKernel* const c = k->get();
   const bool reduction = node.op->name == "reduction_kernel";
+  const int64_t wanted = reduction ? 0 : std::get<int64_t>(node.attrs.at("output"));
+  // A raw output starts as a copy of its given array (the kernel writes
+  // where it indexes).
+  auto copy_initial = [&](size_t o, void* to) -> absl::Status {
+    if (reduction || c->raw_output_inputs[o] < 0) return absl::OkStatus();
+    const int64_t bytes = c->output_elements[o] * ItemSize(c->output_dtypes[o]);
+    if (bytes == 0) return absl::OkStatus();
+    absl::StatusOr<const void*> from = ctx.ptr(node.inputs[c->raw_output_inputs[o]]);
+    if (!from.ok()) return from.status();
+    GPUFLOW_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(to, *from, bytes, cudaMemcpyDeviceToDevice, ctx.stream.get()));
+    return absl::OkStatus();
+  };
+  if (absl::Status s = copy_initial(static_cast<size_t>(wanted), ctx.out); !s.ok()) return s;
   if (c->num_elements == 0) return absl::OkStatus();
   absl::StatusOr<cudaKernel_t> kernel = ctx.Kernel(c->source, c->name);
   if (!kernel.ok()) return kernel.status();
@@ -209,15 +223,16 @@ absl::Status RunCustom(StepRunContext& ctx) {
   // The node's value is one output; the others go to scratch buffers, freed
   // in stream order after the launch.
   std::vector<std::unique_ptr<CudaBuffer>> scratch;
-  const int64_t wanted = reduction ? 0 : std::get<int64_t>(node.attrs.at("output"));
   for (size_t o = 0; o < c->output_slots.size(); ++o) {
     if (static_cast<int64_t>(o) == wanted) {
       words[c->output_slots[o]] = reinterpret_cast<uint64_t>(ctx.out);
       continue;
     }
-    absl::StatusOr<std::unique_ptr<CudaBuffer>> b =
-        ctx.device.AllocateOn(c->num_elements * ItemSize(c->output_dtypes[o]), ctx.stream);
+    const int64_t elements = reduction ? c->num_elements : c->output_elements[o];
+    absl::StatusOr<std::unique_ptr<CudaBuffer>> b = ctx.device.AllocateOn(
+        std::max<int64_t>(elements * ItemSize(c->output_dtypes[o]), 1), ctx.stream);
     if (!b.ok()) return b.status();
+    if (absl::Status s = copy_initial(o, (*b)->data()); !s.ok()) return s;
     words[c->output_slots[o]] = reinterpret_cast<uint64_t>((*b)->data());
     scratch.push_back(*std::move(b));
   }

@@ -1,7 +1,8 @@
 // Reduction and softmax steps (codegen_reduce.cc): the launch grid of a
 // reduction (split over more blocks when the outputs alone do not fill the
 // device, a finalize kernel then combining the parts), softmax rows in one
-// kernel or, when long, in three passes over parts.
+// kernel or, when long, in three passes over parts, and row programs
+// (codegen_rows.cc) in one kernel.
 #include <algorithm>
 #include <optional>
 
@@ -64,26 +65,6 @@ absl::StatusOr<std::shared_ptr<const std::optional<ReductionKernel>>> GenerateRe
       "reduction", [&] { return GenerateReduction(ctx.graph, ctx.step); });
 }
 
-// Appends the device addresses of the non-by-value `inputs`.
-absl::Status PointerWords(StepRunContext& ctx, const std::vector<StepInput>& inputs,
-                          std::vector<uint64_t>& words) {
-  for (const StepInput& in : inputs) {
-    if (in.by_value) continue;
-    absl::StatusOr<const void*> p = ctx.ptr(in.ref);
-    if (!p.ok()) return p.status();
-    words.push_back(reinterpret_cast<uint64_t>(*p));
-  }
-  return absl::OkStatus();
-}
-
-// Appends the by-value `inputs`' scalars.
-void ScalarWords(const StepRunContext& ctx, const std::vector<StepInput>& inputs,
-                 std::vector<uint64_t>& words) {
-  for (const StepInput& in : inputs) {
-    if (in.by_value) words.push_back(LiteralWord(ctx.graph.literals[in.ref.index]));
-  }
-}
-
 absl::Status RunSoftmax(StepRunContext& ctx, const SoftmaxKernel& k) {
   const int64_t sms = ctx.device.sms();
   absl::StatusOr<cudaKernel_t> kernel = ctx.Kernel(k.source, k.name);
@@ -122,7 +103,42 @@ absl::Status RunSoftmax(StepRunContext& ctx, const SoftmaxKernel& k) {
   return ctx.device.Launch(*kernel, Blocks(blocks), dim3(k.block), words, ctx.stream);
 }
 
+absl::StatusOr<std::shared_ptr<const std::optional<RowsKernel>>> GenerateRowsStep(
+    StepCompileContext& ctx) {
+  return ctx.Generated<std::optional<RowsKernel>>(
+      "rows", [&] { return GenerateRows(ctx.graph, ctx.step); });
+}
+
 }  // namespace
+
+absl::StatusOr<bool> RunRows(StepRunContext& ctx) {
+  if (ctx.root().type.output.shape.num_elements() == 0) return true;
+  absl::StatusOr<std::shared_ptr<const std::optional<RowsKernel>>> rows = GenerateRowsStep(ctx);
+  if (!rows.ok()) return rows.status();
+  if (!(*rows)->has_value()) return false;
+  const RowsKernel& k = ***rows;
+  absl::StatusOr<cudaKernel_t> kernel = ctx.Kernel(k.source, k.name);
+  if (!kernel.ok()) return kernel.status();
+  std::vector<uint64_t> words;
+  if (absl::Status s = PointerWords(ctx, k.inputs, words); !s.ok()) return s;
+  words.push_back(reinterpret_cast<uint64_t>(ctx.out));
+  words.push_back(static_cast<uint64_t>(k.rows));
+  ScalarWords(ctx, k.inputs, words);
+  const int64_t blocks = std::min<int64_t>(k.rows, int64_t{1} << 30);
+  if (absl::Status s = ctx.device.Launch(*kernel, Blocks(blocks), dim3(k.block), words, ctx.stream);
+      !s.ok()) {
+    return s;
+  }
+  return true;
+}
+
+absl::Status CompileRows(StepCompileContext& ctx) {
+  if (ctx.root().type.output.shape.num_elements() == 0) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<const std::optional<RowsKernel>>> rows = GenerateRowsStep(ctx);
+  if (!rows.ok()) return rows.status();
+  if (!(*rows)->has_value()) return absl::OkStatus();  // runs on the host
+  return ctx.Kernel((**rows)->source, (**rows)->name).status();
+}
 
 absl::StatusOr<bool> RunReduction(StepRunContext& ctx) {
   // An empty output needs no kernel.

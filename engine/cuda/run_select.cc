@@ -1,4 +1,4 @@
-// scatter and flatnonzero on the device (codegen_select.h): scratch words
+// scatter, flatnonzero, compress and histogram on the device (codegen_select.h): scratch words
 // from the stream's pool, data-dependent errors through the run's checks.
 #include <algorithm>
 #include <memory>
@@ -116,10 +116,137 @@ absl::Status RunFlatNonzero(StepRunContext& ctx, const SelectKernels& k) {
   return Launch(ctx, k, k.names[2], tiles, 256, words);
 }
 
+absl::StatusOr<std::shared_ptr<const std::optional<HistogramKernels>>> GenerateHistogram(
+    StepCompileContext& ctx) {
+  return ctx.Generated<std::optional<HistogramKernels>>(
+      "histogram", [&] { return GenerateHistogramKernels(ctx.root()); });
+}
+
+// Partials past this many bytes (blocks x bins x 8) send the step to the host.
+constexpr int64_t kMaxHistogramPartials = int64_t{1} << 30;
+
+absl::StatusOr<bool> RunHistogram(StepRunContext& ctx, const HistogramKernels& k) {
+  const ValidatedNode& node = ctx.root();
+  if (k.weighted && k.chunks * k.bins * 8 > kMaxHistogramPartials) return false;
+  const int64_t out_bytes = k.bins * ItemSize(node.type.output.dtype);
+  if (!k.weighted && out_bytes > 0) {
+    GPUFLOW_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ctx.out, 0, out_bytes, ctx.stream.get()));
+  }
+  if (k.bins == 0 || (k.n == 0 && !k.weighted)) return true;
+  std::vector<uint64_t> words = k.words;
+  for (int i = 0; i < static_cast<int>(node.inputs.size()); ++i) {
+    absl::StatusOr<const void*> p = ctx.ptr(node.inputs[i]);
+    if (!p.ok()) return p.status();
+    words[i == 2 ? 7 : i] = reinterpret_cast<uint64_t>(*p);
+  }
+  words[2] = reinterpret_cast<uint64_t>(ctx.out);
+  // Scratch: the edges as compared (8 bytes each at most), the partials.
+  const int64_t edge_bytes = k.shared ? 0 : (k.bins + 1) * 8;
+  const int64_t partial_bytes = k.weighted ? std::max<int64_t>(k.chunks, 1) * k.bins * 8 : 0;
+  std::unique_ptr<CudaBuffer> scratch;
+  if (edge_bytes + partial_bytes > 0) {
+    absl::StatusOr<std::unique_ptr<CudaBuffer>> b =
+        ctx.device.AllocateOn(edge_bytes + partial_bytes, ctx.stream);
+    if (!b.ok()) return b.status();
+    scratch = *std::move(b);
+    char* base = static_cast<char*>(scratch->data());
+    words[9] = reinterpret_cast<uint64_t>(base);
+    words[8] = reinterpret_cast<uint64_t>(base + edge_bytes);
+    if (k.weighted && !k.shared) {
+      GPUFLOW_CUDA_RETURN_IF_ERROR(
+          cudaMemsetAsync(base + edge_bytes, 0, partial_bytes, ctx.stream.get()));
+    }
+  }
+  size_t next = 0;
+  auto launch = [&](int64_t blocks) -> absl::Status {
+    absl::StatusOr<cudaKernel_t> kernel = ctx.Kernel(k.source, k.names[next++]);
+    if (!kernel.ok()) return kernel.status();
+    return ctx.device.Launch(*kernel, Blocks(std::max<int64_t>(blocks, 1)), dim3(256), words,
+                             ctx.stream);
+  };
+  if (!k.shared) {
+    if (absl::Status s = launch((k.bins + 256) / 256); !s.ok()) return s;
+  }
+  if (!k.weighted) {
+    // Enough blocks to fill the GPU, each counting fewer than 2^32 elements.
+    const int64_t blocks = std::max<int64_t>(
+        std::clamp<int64_t>((k.n + 4095) / 4096, 1, ctx.device.sms() * 8), (k.n >> 31) + 1);
+    if (absl::Status s = launch(blocks); !s.ok()) return s;
+    return true;
+  }
+  if (k.chunks > 0) {
+    if (absl::Status s = launch(k.chunks); !s.ok()) return s;
+  } else {
+    ++next;
+  }
+  if (absl::Status s = launch((k.bins + 255) / 256); !s.ok()) return s;
+  return true;
+}
+
+absl::StatusOr<std::shared_ptr<const std::optional<CompressKernels>>> GenerateCompress(
+    StepCompileContext& ctx) {
+  return ctx.Generated<std::optional<CompressKernels>>(
+      "compress", [&] { return GenerateCompressKernels(ctx.graph, ctx.step); });
+}
+
 }  // namespace
+
+absl::StatusOr<bool> RunCompress(StepRunContext& ctx) {
+  absl::StatusOr<std::shared_ptr<const std::optional<CompressKernels>>> made =
+      GenerateCompress(ctx);
+  if (!made.ok()) return made.status();
+  if (!(*made)->has_value()) return false;
+  const CompressKernels& k = ***made;
+  if (k.n == 0) return true;  // inference made the size 0
+  if (ctx.checks == nullptr) return absl::InternalError("a compress step without run checks");
+  absl::StatusOr<uint64_t> error_word =
+      ctx.checks->Add(CountError(ctx.graph.nodes[k.flatnonzero], k.size));
+  if (!error_word.ok()) return error_word.status();
+  absl::StatusOr<std::unique_ptr<CudaBuffer>> counts =
+      ctx.device.AllocateOn(k.tiles * 8, ctx.stream);
+  if (!counts.ok()) return counts.status();
+  std::vector<uint64_t> words = {reinterpret_cast<uint64_t>(ctx.out),
+                                 0,
+                                 reinterpret_cast<uint64_t>((*counts)->data()),
+                                 *error_word,
+                                 static_cast<uint64_t>(k.n),
+                                 static_cast<uint64_t>(k.size),
+                                 static_cast<uint64_t>(k.tiles)};
+  if (absl::Status s = PointerWords(ctx, k.inputs, words); !s.ok()) return s;
+  ScalarWords(ctx, k.inputs, words);
+  auto launch = [&](const std::string& name, int64_t blocks, int threads) -> absl::Status {
+    absl::StatusOr<cudaKernel_t> kernel = ctx.Kernel(k.source, name);
+    if (!kernel.ok()) return kernel.status();
+    return ctx.device.Launch(*kernel, Blocks(blocks), dim3(threads), words, ctx.stream);
+  };
+  if (absl::Status s = launch(k.names[0], k.tiles, 256); !s.ok()) return s;
+  if (absl::Status s = launch(k.names[1], 1, 1024); !s.ok()) return s;
+  if (k.size > 0) {
+    if (absl::Status s = launch(k.names[2], k.tiles, 256); !s.ok()) return s;
+  }
+  return true;
+}
+
+absl::Status CompileCompress(StepCompileContext& ctx) {
+  absl::StatusOr<std::shared_ptr<const std::optional<CompressKernels>>> made =
+      GenerateCompress(ctx);
+  if (!made.ok()) return made.status();
+  if (!(*made)->has_value()) return absl::OkStatus();
+  for (const std::string& name : (**made)->names) {
+    if (absl::Status s = ctx.Kernel((**made)->source, name).status(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<bool> RunSelection(StepRunContext& ctx) {
   if (!kSelectionOnDevice || ctx.step.nodes.size() != 1) return false;
+  if (ctx.root().op->name == "histogram") {
+    absl::StatusOr<std::shared_ptr<const std::optional<HistogramKernels>>> h =
+        GenerateHistogram(ctx);
+    if (!h.ok()) return h.status();
+    if (!(*h)->has_value()) return false;
+    return RunHistogram(ctx, ***h);
+  }
   absl::StatusOr<std::shared_ptr<const std::optional<SelectKernels>>> k = Generate(ctx);
   if (!k.ok()) return k.status();
   if (!(*k)->has_value()) return false;
@@ -132,6 +259,16 @@ absl::StatusOr<bool> RunSelection(StepRunContext& ctx) {
 
 absl::Status CompileSelection(StepCompileContext& ctx) {
   if (!kSelectionOnDevice || ctx.step.nodes.size() != 1) return absl::OkStatus();
+  if (ctx.root().op->name == "histogram") {
+    absl::StatusOr<std::shared_ptr<const std::optional<HistogramKernels>>> h =
+        GenerateHistogram(ctx);
+    if (!h.ok()) return h.status();
+    if (!(*h)->has_value()) return absl::OkStatus();
+    for (const std::string& name : (**h)->names) {
+      if (absl::Status s = ctx.Kernel((**h)->source, name).status(); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
   absl::StatusOr<std::shared_ptr<const std::optional<SelectKernels>>> k = Generate(ctx);
   if (!k.ok()) return k.status();
   if (!(*k)->has_value()) return absl::OkStatus();

@@ -25,6 +25,24 @@ absl::StatusOr<cudaKernel_t> StepCompileContext::Kernel(
   return kernel;
 }
 
+absl::Status PointerWords(StepRunContext& ctx, const std::vector<StepInput>& inputs,
+                          std::vector<uint64_t>& words) {
+  for (const StepInput& in : inputs) {
+    if (in.by_value) continue;
+    absl::StatusOr<const void*> p = ctx.ptr(in.ref);
+    if (!p.ok()) return p.status();
+    words.push_back(reinterpret_cast<uint64_t>(*p));
+  }
+  return absl::OkStatus();
+}
+
+void ScalarWords(const StepRunContext& ctx, const std::vector<StepInput>& inputs,
+                 std::vector<uint64_t>& words) {
+  for (const StepInput& in : inputs) {
+    if (in.by_value) words.push_back(LiteralWord(ctx.graph.literals[in.ref.index]));
+  }
+}
+
 namespace {
 
 // `full` is a layout copy of its fill value; the other creation ops have
@@ -32,22 +50,6 @@ namespace {
 bool IsLayoutStep(const Step& step, const ValidatedNode& root) {
   return step.kind == StepKind::kShape ||
          (step.kind == StepKind::kCreation && root.op->name == "full");
-}
-
-// Whether a node of the step reads, computes in or produces a complex dtype.
-// No generated kernel takes complex values yet: such steps run on the host
-// path (RunOnHost), which computes them as NumPy does; only complex matmuls
-// that cuBLAS takes run on the device. Custom kernels, which only
-// run on the device, are the user's code and keep their own course.
-bool TouchesComplex(const ValidatedGraph& graph, const Step& step) {
-  for (int n : step.nodes) {
-    const ValidatedNode& node = graph.nodes[n];
-    if (IsComplex(node.type.output.dtype) || IsComplex(node.type.compute_dtype)) return true;
-    for (const ValueType& t : node.input_types) {
-      if (IsComplex(t.dtype)) return true;
-    }
-  }
-  return false;
 }
 
 }  // namespace
@@ -59,9 +61,10 @@ absl::StatusOr<bool> RunStep(StepRunContext& ctx) {
     return absl::Status(
         st.code(), absl::StrCat("step ", ctx.index, " (", step.description, "): ", st.message()));
   };
+  // Complex values run in every family's kernels; a generator without a
+  // complex case (selection, a gather of 16-byte elements) declines and the
+  // step runs on the host path.
   if (step.kind == StepKind::kMatmul && TakesBlas(root)) return RunBlasMatmul(ctx);
-  // Complex values take cuBLAS (above) and otherwise the host path.
-  if (step.kind != StepKind::kCustom && TouchesComplex(ctx.graph, step)) return false;
   if (step.kind == StepKind::kElementwise) {
     if (absl::Status st = RunElementwise(ctx); !st.ok()) return step_error(st);
     return true;
@@ -76,8 +79,12 @@ absl::StatusOr<bool> RunStep(StepRunContext& ctx) {
   absl::StatusOr<bool> ran = false;
   if (step.kind == StepKind::kReduction) {
     ran = RunReduction(ctx);
+  } else if (step.kind == StepKind::kRows) {
+    ran = RunRows(ctx);
   } else if (step.kind == StepKind::kScan) {
     ran = RunScan(ctx);
+  } else if (step.kind == StepKind::kShape && step.nodes.size() > 1) {
+    ran = RunCompress(ctx);
   } else if (IsLayoutStep(step, root)) {
     ran = RunLayout(ctx);
     if (ran.ok() && !*ran) ran = RunSelection(ctx);
@@ -94,11 +101,9 @@ absl::StatusOr<bool> RunStep(StepRunContext& ctx) {
 
 absl::Status CompileStep(StepCompileContext& ctx) {
   const Step& step = ctx.step;
-  if (step.kind != StepKind::kCustom && TouchesComplex(ctx.graph, step)) {
-    return absl::OkStatus();  // the host, or cuBLAS
-  }
   if (step.kind == StepKind::kElementwise) return CompileElementwise(ctx);
   if (step.kind == StepKind::kScan) return CompileScan(ctx);
+  if (step.kind == StepKind::kShape && step.nodes.size() > 1) return CompileCompress(ctx);
   if (IsLayoutStep(step, ctx.root())) {
     if (absl::Status s = CompileLayout(ctx); !s.ok()) return s;
     return CompileSelection(ctx);
@@ -107,6 +112,7 @@ absl::Status CompileStep(StepCompileContext& ctx) {
   if (step.kind == StepKind::kCustom) return CompileCustom(ctx);
   if (step.kind == StepKind::kMatmul) return CompileMatmul(ctx);
   if (step.kind == StepKind::kReduction) return CompileReduction(ctx);
+  if (step.kind == StepKind::kRows) return CompileRows(ctx);
   if (step.kind == StepKind::kSort) return CompileSort(ctx);
   return absl::OkStatus();  // the host
 }

@@ -4,7 +4,7 @@
 //   | step                          | file                 |
 //   | ----------------------------- | -------------------- |
 //   | fused elementwise group       | run_elementwise.cc   |
-//   | reduction, softmax            | run_reduction.cc     |
+//   | reduction, softmax, rows      | run_reduction.cc     |
 //   | scan (cumsum, cumprod)        | run_scan.cc          |
 //   | shape ops, gathers and `full` | run_layout.cc        |
 //   | scatter, flatnonzero          | run_select.cc        |
@@ -46,6 +46,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "engine/backend.h"
+#include "engine/cuda/codegen.h"
 #include "engine/cuda/device_errors.h"
 #include "engine/cuda/device_runtime.h"
 #include "engine/cuda/kernel_loader.h"
@@ -144,6 +145,14 @@ inline dim3 Blocks(int64_t x, int64_t y = 1) {
 
 // ---- the dispatch (step_dispatch.cc) ----------------------------------------
 
+// Launch words of a generated kernel's inputs (codegen.h's StepInput): the
+// device addresses of those passed by pointer, and the scalars of those
+// passed by value, each in input order.
+absl::Status PointerWords(StepRunContext& ctx, const std::vector<StepInput>& inputs,
+                          std::vector<uint64_t>& words);
+void ScalarWords(const StepRunContext& ctx, const std::vector<StepInput>& inputs,
+                 std::vector<uint64_t>& words);
+
 // Runs the step on the device when a runner takes it: true. False, having
 // done nothing, when none does (the caller runs it with RunOnHost). Errors
 // name the step (custom kernels: the node).
@@ -160,6 +169,9 @@ absl::Status CompileElementwise(StepCompileContext& ctx);
 // Reductions and softmax.
 absl::StatusOr<bool> RunReduction(StepRunContext& ctx);
 absl::Status CompileReduction(StepCompileContext& ctx);
+// Row programs (StepKind::kRows).
+absl::StatusOr<bool> RunRows(StepRunContext& ctx);
+absl::Status CompileRows(StepCompileContext& ctx);
 
 absl::StatusOr<bool> RunScan(StepRunContext& ctx);
 absl::Status CompileScan(StepCompileContext& ctx);
@@ -171,6 +183,10 @@ absl::Status CompileLayout(StepCompileContext& ctx);
 // scatter and flatnonzero (run_select.cc), tried after RunLayout.
 absl::StatusOr<bool> RunSelection(StepRunContext& ctx);
 absl::Status CompileSelection(StepCompileContext& ctx);
+// A shape step of several nodes: take(a, flatnonzero(mask)) with the mask's
+// producers (the planner's compress fusion), false for anything else.
+absl::StatusOr<bool> RunCompress(StepRunContext& ctx);
+absl::Status CompileCompress(StepCompileContext& ctx);
 
 // arange, random_uniform, random_normal.
 absl::StatusOr<bool> RunCreation(StepRunContext& ctx);

@@ -119,6 +119,13 @@ Complex128 CLog(Complex128 z) { return std::log(z); }
 Complex128 CSin(Complex128 z) { return std::sin(z); }
 Complex128 CCos(Complex128 z) { return std::cos(z); }
 Complex128 CTanh(Complex128 z) { return std::tanh(z); }
+// glibc's casin, cacos, ... (C99's branch cuts), as NumPy calls them.
+Complex128 CAsin(Complex128 z) { return std::asin(z); }
+Complex128 CAcos(Complex128 z) { return std::acos(z); }
+Complex128 CAtan(Complex128 z) { return std::atan(z); }
+Complex128 CAsinh(Complex128 z) { return std::asinh(z); }
+Complex128 CAcosh(Complex128 z) { return std::acosh(z); }
+Complex128 CAtanh(Complex128 z) { return std::atanh(z); }
 // Defined in this file (not the shared ones of another), so that
 // FloatFnOp's `kComplexFn != nullptr` is a constant expression under the
 // sanitizers too.
@@ -134,6 +141,12 @@ double Expm1(double x) { return std::expm1(x); }
 double Sin(double x) { return std::sin(x); }
 double Cos(double x) { return std::cos(x); }
 double Tanh(double x) { return std::tanh(x); }
+double Asin(double x) { return std::asin(x); }
+double Acos(double x) { return std::acos(x); }
+double Atan(double x) { return std::atan(x); }
+double Asinh(double x) { return std::asinh(x); }
+double Acosh(double x) { return std::acosh(x); }
+double Atanh(double x) { return std::atanh(x); }
 double Erf(double x) { return std::erf(x); }
 double Sigmoid(double x) {
   // Never exponentiates a large positive number.
@@ -699,6 +712,12 @@ const absl::flat_hash_map<std::string, OpEntry>& ElementwiseOps() {
       {"sin", Unary<FloatFnOp<Sin, CSin>>()},
       {"cos", Unary<FloatFnOp<Cos, CCos>>()},
       {"tanh", Unary<FloatFnOp<Tanh, CTanh>>()},
+      {"asin", Unary<FloatFnOp<Asin, CAsin>>()},
+      {"acos", Unary<FloatFnOp<Acos, CAcos>>()},
+      {"atan", Unary<FloatFnOp<Atan, CAtan>>()},
+      {"asinh", Unary<FloatFnOp<Asinh, CAsinh>>()},
+      {"acosh", Unary<FloatFnOp<Acosh, CAcosh>>()},
+      {"atanh", Unary<FloatFnOp<Atanh, CAtanh>>()},
       {"sigmoid", Unary<FloatFnOp<Sigmoid>>()},
       {"gelu", Unary<FloatFnOp<Gelu>>()},
       {"erf", Unary<FloatFnOp<Erf>>()},

@@ -45,7 +45,8 @@ const absl::flat_hash_map<std::string, HostFamily>& HostFamilies() {
           "mod",         "pow",         "maximum",     "minimum",    "atan2",       "eq",
           "ne",          "lt",          "le",          "gt",         "ge",          "logical_and",
           "logical_or",  "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "where",
-          "clip",        "cast",        "real",        "imag",       "conj",        "angle"}) {
+          "clip",        "cast",        "real",        "imag",       "conj",        "angle",
+          "asin",        "acos",        "atan",        "asinh",      "acosh",       "atanh"}) {
       (*m)[op] = HostFamily::kElementwise;
     }
     for (const char* op : {"sum", "prod", "min", "max", "mean", "var", "std", "argmin", "argmax",
@@ -60,7 +61,7 @@ const absl::flat_hash_map<std::string, HostFamily>& HostFamilies() {
     (*m)["dot"] = HostFamily::kLinalg;
     for (const char* op :
          {"reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "slice", "concatenate",
-          "stack", "take", "take_along_axis", "scatter", "flatnonzero"}) {
+          "stack", "take", "take_along_axis", "scatter", "flatnonzero", "histogram"}) {
       (*m)[op] = HostFamily::kShape;
     }
     for (const char* op : {"full", "arange", "random_uniform", "random_normal"}) {

@@ -425,8 +425,11 @@ absl::Status RunMatmul(const ValidatedNode& node, const HostConstView& a, const 
                        const HostView& out, const HostKernelOptions& options);
 absl::Status RunShapeOp(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
                         const HostView& out, const HostKernelOptions& options);
-// scatter and flatnonzero (host_select.cc).
+// scatter and flatnonzero (host_select.cc), histogram (RunHistogram).
 absl::Status RunSelection(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
+                          const HostView& out);
+// histogram (host_histogram.cc).
+absl::Status RunHistogram(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
                           const HostView& out);
 absl::Status RunCreation(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
                          const HostView& out, const HostKernelOptions& options);

@@ -181,6 +181,7 @@ absl::Status RunFlatNonzero(const HostConstView& in, const HostView& out) {
 absl::Status RunSelection(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
                           const HostView& out) {
   if (node.op->name == "scatter") return RunScatter(node, inputs, out);
+  if (node.op->name == "histogram") return RunHistogram(node, inputs, out);
   if (inputs.size() != 1) return absl::InvalidArgumentError("expected one input");
   return RunFlatNonzero(inputs[0], out);
 }

@@ -284,7 +284,9 @@ absl::Status RunShapeOp(const ValidatedNode& node, absl::Span<const HostConstVie
   if (name == "concatenate") return Join(node, inputs, out, /*stack=*/false, options);
   if (name == "stack") return Join(node, inputs, out, /*stack=*/true, options);
   if (name == "take" || name == "take_along_axis") return RunGather(node, inputs, out, options);
-  if (name == "scatter" || name == "flatnonzero") return RunSelection(node, inputs, out);
+  if (name == "scatter" || name == "flatnonzero" || name == "histogram") {
+    return RunSelection(node, inputs, out);
+  }
   if (inputs.size() != 1) return absl::InvalidArgumentError("expected one input");
   const HostConstView& in = inputs[0];
   if (name == "reshape" || name == "expand_dims" || name == "squeeze") {

@@ -145,11 +145,20 @@ absl::StatusOr<KernelSignature> ResolveKernelSignature(absl::Span<const ValueTyp
       }
     }
   }
-  for (const KernelParam& p : sig.out) {
-    if (p.raw) return Invalid("raw output parameters (", Echo(p.name), ") are not supported");
-  }
   const size_t n_in = sig.in.size();
   const size_t n_out = sig.out.size();
+  for (const KernelParam& p : sig.out) {
+    if (!p.raw) continue;
+    if (form == KernelForm::kReduction) {
+      return Invalid("raw output parameters (", Echo(p.name),
+                     ") are not supported in reduction kernels");
+    }
+    // CuPy's raw outputs are arrays the kernel indexes: they must be given.
+    if (inputs.size() != n_in + n_out) {
+      return Invalid("raw output parameter ", Echo(p.name),
+                     " needs its array: pass the outputs after the inputs");
+    }
+  }
   if (form == KernelForm::kReduction) {
     if (n_out != 1) return Invalid("a reduction kernel has exactly one output, got ", n_out);
     for (const KernelParam& p : sig.in) {
@@ -236,14 +245,28 @@ absl::StatusOr<KernelSignature> ResolveKernelSignature(absl::Span<const ValueTyp
                      "; pass 'size' only when no non-raw array gives the loop shape");
     }
     GPUFLOW_IR_ASSIGN_OR_RETURN(sig.shape, Shape::Create({size}));
-  } else if (!any_non_raw && !sig.outputs_given) {
-    return Invalid(
-        "the loop size is undecided: no non-raw argument gives a shape; pass 'size' or the "
-        "output array");
+  } else if (!any_non_raw) {
+    // The first non-raw output given, if any, gives the loop shape.
+    int first = -1;
+    for (size_t o = 0; o < n_out && sig.outputs_given; ++o) {
+      if (!sig.out[o].raw) {
+        first = static_cast<int>(o);
+        break;
+      }
+    }
+    if (first < 0) {
+      return Invalid(
+          "the loop size is undecided: no non-raw argument gives a shape; pass 'size' or the "
+          "output array");
+    }
+    sig.shape = inputs[n_in + first].shape;
+  }
+  for (size_t o = 0; o < n_out; ++o) {
+    sig.out_shapes.push_back(sig.out[o].raw ? inputs[n_in + o].shape : sig.shape);
   }
   if (sig.outputs_given) {
-    if (size_it == attrs.end() && !any_non_raw) sig.shape = inputs[n_in].shape;
     for (size_t o = 0; o < n_out; ++o) {
+      if (sig.out[o].raw) continue;  // any shape: the kernel indexes it
       const Shape& s = inputs[n_in + o].shape;
       if (!(s == sig.shape)) {
         return Invalid("output ", Echo(sig.out[o].name), " has shape ", s.ToString(),

@@ -53,9 +53,13 @@ struct KernelSignature {
   // The node's inputs hold initial output values after the in params
   // (elementwise kernels only).
   bool outputs_given = false;
-  // The loop shape: the non-raw arguments broadcast together (or (size,)).
-  // For reductions, the shape before reducing.
+  // The loop shape: the non-raw arguments broadcast together (or (size,),
+  // or the first non-raw output given). For reductions, the shape before
+  // reducing.
   Shape shape;
+  // Each out param's shape: the loop shape, or a raw output's own (its
+  // given array's, which the kernel indexes as `y[j]`; elementwise only).
+  std::vector<Shape> out_shapes;
   // Reductions: the accumulator's dtype (reduce_type, default the output's).
   DType reduce_dtype = DType::kFloat32;
 };

@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -130,6 +131,19 @@ inline constexpr size_t kMaxNameBytes = 128;
 // '../x' may only use [A-Za-z0-9_.:-]", the name quoted by Echo).
 absl::Status CheckName(absl::string_view name, absl::string_view what);
 inline AttrType TypeOf(const AttrValue& v) { return static_cast<AttrType>(v.index()); }
+
+// Attribute `name` of `attrs` as T, or `fallback` when it is absent or of
+// another type (a double attribute may hold an int, as float attributes do).
+template <typename T>
+T AttrOr(const AttrMap& attrs, absl::string_view name, T fallback) {
+  const auto it = attrs.find(name);
+  if (it == attrs.end()) return fallback;
+  if (const T* v = std::get_if<T>(&it->second)) return *v;
+  if constexpr (std::is_same_v<T, double>) {
+    if (const int64_t* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  }
+  return fallback;
+}
 
 struct Node {
   std::string id;

@@ -31,7 +31,7 @@ enum class OpFamily : uint8_t {
   kScan,         // cumsum, cumprod
   kLinalg,       // matmul, dot
   kShape,     // reshape, transpose, broadcast_to, expand_dims, squeeze, slice, concatenate, stack,
-              // take, take_along_axis, scatter, flatnonzero
+              // take, take_along_axis, scatter, flatnonzero, histogram
   kCreation,  // full, arange, random_uniform, random_normal
   kCustom,    // elementwise_kernel, reduction_kernel, raw_kernel
   kSort,      // sort, argsort, searchsorted
@@ -82,6 +82,8 @@ struct InferredNode {
 //    0) unless over the flattened array (absent). engine/ir/gather.h gives
 //    their geometry.
 //  - scatter: "mode" (string: set, add, mul, min or max; default set).
+//  - histogram: "uniform" (bool); when true also "first_edge", "norm_denom"
+//    (floats), "sub_dtype", "div_dtype" (float dtypes).
 //  - sort argsort: "axis" (int, non-negative) unless over the flattened
 //    array (absent; the output is then 1-D). searchsorted: "side" ("left"
 //    or "right"); compute_dtype is the dtype both inputs are compared in.

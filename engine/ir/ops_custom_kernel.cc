@@ -30,7 +30,7 @@ absl::StatusOr<InferredNode> InferElementwiseKernel(Inputs in, AttrMap& attrs) {
   }
   if (!attrs.contains("name")) attrs["name"] = std::string("kernel");
   const DType dtype = sig.out_dtypes[output];
-  return Inferred(dtype, sig.shape, dtype);
+  return Inferred(dtype, sig.out_shapes[output], dtype);
 }
 
 absl::StatusOr<InferredNode> InferReductionKernel(Inputs in, AttrMap& attrs) {

@@ -217,7 +217,13 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                                                         {"expm1", "e^x - 1"},
                                                         {"sin", "sine"},
                                                         {"cos", "cosine"},
-                                                        {"tanh", "hyperbolic tangent"}}) {
+                                                        {"tanh", "hyperbolic tangent"},
+                                                        {"asin", "arcsine"},
+                                                        {"acos", "arccosine"},
+                                                        {"atan", "arctangent"},
+                                                        {"asinh", "inverse hyperbolic sine"},
+                                                        {"acosh", "inverse hyperbolic cosine"},
+                                                        {"atanh", "inverse hyperbolic tangent"}}) {
     unary(name, UnaryRule::kFloat, what + kFloatResultDoc + "; complex keeps its dtype");
   }
   for (const auto& [name, what] :

@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <set>
+#include <variant>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "engine/ir/dtype.h"
 
 namespace gpuflow {
 
@@ -28,6 +32,8 @@ absl::string_view StepKindName(StepKind kind) {
       return "custom";
     case StepKind::kSort:
       return "sort";
+    case StepKind::kRows:
+      return "rows";
   }
   return "unknown";
 }
@@ -106,6 +112,8 @@ class Planner {
         NewStep(KindOfFamily(family), i);
       }
     }
+    FuseCompress();
+    if (options_.fuse_reductions && options_.max_row_length > 0) FuseRows();
     return Finish(outputs);
   }
 
@@ -239,6 +247,245 @@ class Planner {
     step.root = i;
   }
 
+  // ---- compress: take(a, flatnonzero(mask, size)) ----
+
+  // Whether a take reads its source as the flattened array: no axis, or
+  // axis 0 of a 1-D source.
+  static bool FlatTake(const ValidatedNode& take) {
+    auto it = take.attrs.find("axis");
+    if (it == take.attrs.end()) return true;
+    const int64_t* axis = std::get_if<int64_t>(&it->second);
+    return axis != nullptr && *axis == 0 && take.input_types[0].shape.rank() == 1;
+  }
+
+  // The flattened a indexed by the nonzero positions of a mask of as many
+  // elements (x[x > 0]), with the mask's elementwise producers when nothing else
+  // reads them and they read only values of that shape or scalars: one
+  // step, so that a backend compacts a's elements straight into the result
+  // instead of writing and reading back the indices.
+  void FuseCompress() {
+    for (int t = 0; t < n_; ++t) {
+      if (!needed_[t]) continue;
+      const ValidatedNode& take = graph_.nodes[t];
+      if (take.op->name != "take" || take.inputs.size() != 2 || !FlatTake(take)) continue;
+      const ValueRef index = take.inputs[1];
+      if (index.kind != ValueRef::Kind::kNode || take.inputs[0] == index) continue;
+      const int f = index.index;
+      const ValidatedNode& fnz = graph_.nodes[f];
+      if (fnz.op->name != "flatnonzero" || is_output_[f] || consumers_[f].size() != 1) continue;
+      const Shape& shape = fnz.input_types[0].shape;
+      if (take.input_types[0].shape.num_elements() != shape.num_elements() ||
+          TouchesComplexDType(take) || TouchesComplexDType(fnz)) {
+        continue;
+      }
+      const int ts = step_of_[t];
+      const int fs = step_of_[f];
+      if (steps_[ts].nodes.size() != 1 || steps_[fs].nodes.size() != 1) continue;
+      std::vector<int> nodes = {f, t};
+      const ValueRef mask = fnz.inputs[0];
+      if (mask.kind == ValueRef::Kind::kNode) {
+        const int ps = step_of_[mask.index];
+        Step& producer = steps_[ps];
+        bool fits = producer.kind == StepKind::kElementwise && producer.root == mask.index &&
+                    !is_output_[mask.index] && consumers_[mask.index].size() == 1 &&
+                    static_cast<int>(producer.nodes.size()) + 2 <= options_.max_fused_ops;
+        for (int n : producer.nodes) {
+          const ValidatedNode& node = graph_.nodes[n];
+          fits = fits && node.type.output.shape == shape && !TouchesComplexDType(node);
+          for (size_t i = 0; fits && i < node.inputs.size(); ++i) {
+            const ValueRef& ref = node.inputs[i];
+            if (ref.kind == ValueRef::Kind::kNode && step_of_[ref.index] == ps) continue;
+            fits = node.input_types[i].shape == shape ||
+                   (ref.kind == ValueRef::Kind::kLiteral && node.input_types[i].shape.rank() == 0);
+          }
+        }
+        if (fits) {
+          nodes.insert(nodes.end(), producer.nodes.begin(), producer.nodes.end());
+          producer.nodes.clear();
+          alive_[ps] = false;
+        }
+      }
+      steps_[fs].nodes.clear();
+      alive_[fs] = false;
+      std::sort(nodes.begin(), nodes.end());
+      for (int n : nodes) step_of_[n] = ts;
+      steps_[ts].nodes = std::move(nodes);
+    }
+  }
+
+  // ---- row programs (PlanOptions::max_row_length) ----
+
+  // The shape S every full node has and how many leading axes of it are
+  // kept (-1 until a reduction says).
+  struct RowSpace {
+    std::vector<int64_t> full;
+    int kept = -1;
+  };
+  enum class RowClass : uint8_t { kNone, kFull, kRowKeep, kRowFlat };
+
+  static RowClass ClassOf(const RowSpace& sp, absl::Span<const int64_t> dims) {
+    const std::vector<int64_t>& full = sp.full;
+    if (std::equal(dims.begin(), dims.end(), full.begin(), full.end())) return RowClass::kFull;
+    if (sp.kept < 0) return RowClass::kNone;
+    const size_t k = static_cast<size_t>(sp.kept);
+    if (dims.size() == full.size() && std::equal(full.begin(), full.begin() + k, dims.begin()) &&
+        std::all_of(dims.begin() + k, dims.end(), [](int64_t d) { return d == 1; })) {
+      return RowClass::kRowKeep;
+    }
+    if (dims.size() == k && std::equal(dims.begin(), dims.end(), full.begin())) {
+      return RowClass::kRowFlat;
+    }
+    return RowClass::kNone;
+  }
+
+  bool TouchesComplexDType(const ValidatedNode& node) const {
+    if (IsComplex(node.type.output.dtype) || IsComplex(node.type.compute_dtype)) return true;
+    return std::any_of(node.input_types.begin(), node.input_types.end(),
+                       [](const ValueType& t) { return IsComplex(t.dtype); });
+  }
+
+  // The number of kept axes of a reduction a row program takes (its axes a
+  // non-empty suffix of its input's), or -1.
+  int RowReductionKept(const ValidatedNode& node) const {
+    const std::string& op = node.op->name;
+    if (!IsRowReductionOp(op)) return -1;
+    if (TouchesComplexDType(node)) return -1;
+    if ((op == "var" || op == "std") && !IsFloat(node.type.compute_dtype)) return -1;
+    auto it = node.attrs.find("axes");
+    if (it == node.attrs.end()) return -1;
+    const auto* axes = std::get_if<std::vector<int64_t>>(&it->second);
+    const int rank = node.input_types[0].shape.rank();
+    if (axes == nullptr || axes->empty()) return -1;
+    const int k = rank - static_cast<int>(axes->size());
+    for (int a = k; a < rank; ++a) {
+      if (std::find(axes->begin(), axes->end(), a) == axes->end()) return -1;
+    }
+    return k;
+  }
+
+  // Whether node n fits the row space (fixing its kept axes at the first
+  // reduction).
+  bool FitsRows(int n, RowSpace& sp) const {
+    const ValidatedNode& node = graph_.nodes[n];
+    if (TouchesComplexDType(node)) return false;
+    if (node.op->family == OpFamily::kElementwise) {
+      return ClassOf(sp, node.type.output.shape.dims()) != RowClass::kNone;
+    }
+    if (node.op->family != OpFamily::kReduction) return false;
+    const int k = RowReductionKept(node);
+    const absl::Span<const int64_t> in = node.input_types[0].shape.dims();
+    if (k < 0 || !std::equal(in.begin(), in.end(), sp.full.begin(), sp.full.end())) return false;
+    if (sp.kept >= 0) return sp.kept == k;
+    int64_t row = 1;
+    int64_t rows = 1;
+    for (int d = 0; d < static_cast<int>(in.size()); ++d) (d < k ? rows : row) *= in[d];
+    // A row of one element keeps the full and the row shapes apart badly
+    // (and gains nothing).
+    if (row < 2 || row > options_.max_row_length || rows < 1) return false;
+    sp.kept = k;
+    return true;
+  }
+
+  // Grows row programs from the last step back: a step joins when its value
+  // is read only inside the program (so the program's root is the one value
+  // leaving it, and merging keeps the steps acyclic) and its nodes fit.
+  void FuseRows() {
+    std::vector<int> order;
+    for (int s = 0; s < static_cast<int>(steps_.size()); ++s) {
+      if (alive_[s]) order.push_back(s);
+    }
+    std::sort(order.begin(), order.end(),
+              [&](int a, int b) { return steps_[a].root > steps_[b].root; });
+    std::vector<bool> in_group(n_, false);
+    for (int seed : order) {
+      if (!alive_[seed]) continue;
+      const Step& first = steps_[seed];
+      RowSpace sp;
+      if (first.kind == StepKind::kElementwise) {
+        const absl::Span<const int64_t> d = graph_.nodes[first.root].type.output.shape.dims();
+        sp.full.assign(d.begin(), d.end());
+      } else if (first.kind == StepKind::kReduction && first.reduction >= 0) {
+        const absl::Span<const int64_t> d =
+            graph_.nodes[first.reduction].input_types[0].shape.dims();
+        sp.full.assign(d.begin(), d.end());
+      } else {
+        continue;
+      }
+      std::vector<int> group = {seed};
+      bool fits = true;
+      for (int n : first.nodes) fits = fits && FitsRows(n, sp);
+      if (!fits) continue;
+      for (int n : first.nodes) in_group[n] = true;
+      size_t total = first.nodes.size();
+      for (bool grew = true; grew;) {
+        grew = false;
+        for (size_t g = 0; g < group.size(); ++g) {
+          const std::vector<int> nodes = steps_[group[g]].nodes;
+          for (int n : nodes) {
+            for (int p : NodeInputs(n)) {
+              if (in_group[p]) continue;
+              const int ps = step_of_[p];
+              const Step& producer = steps_[ps];
+              if (!alive_[ps] || producer.root != p || is_output_[p] ||
+                  (producer.kind != StepKind::kElementwise &&
+                   producer.kind != StepKind::kReduction) ||
+                  total + producer.nodes.size() > static_cast<size_t>(options_.max_fused_ops)) {
+                continue;
+              }
+              if (!std::all_of(consumers_[p].begin(), consumers_[p].end(),
+                               [&](int c) { return in_group[c]; })) {
+                continue;
+              }
+              RowSpace trial = sp;
+              if (!std::all_of(producer.nodes.begin(), producer.nodes.end(),
+                               [&](int m) { return FitsRows(m, trial); })) {
+                continue;
+              }
+              sp = std::move(trial);
+              for (int m : producer.nodes) in_group[m] = true;
+              total += producer.nodes.size();
+              group.push_back(ps);
+              grew = true;
+            }
+          }
+        }
+      }
+      std::vector<int> nodes;
+      for (int s : group) nodes.insert(nodes.end(), steps_[s].nodes.begin(), steps_[s].nodes.end());
+      for (int n : nodes) in_group[n] = false;
+      if (!RowProgramHolds(nodes, sp, group.size())) continue;
+      std::sort(nodes.begin(), nodes.end());
+      Step& step = steps_[seed];
+      for (size_t g = 1; g < group.size(); ++g) {
+        steps_[group[g]].nodes.clear();
+        alive_[group[g]] = false;
+      }
+      for (int n : nodes) step_of_[n] = seed;
+      step.kind = StepKind::kRows;
+      step.reduction = -1;
+      step.nodes = std::move(nodes);
+    }
+  }
+
+  // The rules a whole row program keeps: a reduction, full nodes reading
+  // row values only with keepdims, and worth a step of its own.
+  bool RowProgramHolds(const std::vector<int>& nodes, const RowSpace& sp, size_t steps) const {
+    if (sp.kept < 0) return false;
+    bool two_pass = false;
+    for (int n : nodes) {
+      const ValidatedNode& node = graph_.nodes[n];
+      two_pass |= node.op->name == "var" || node.op->name == "std";
+      if (ClassOf(sp, node.type.output.shape.dims()) != RowClass::kFull) continue;
+      for (int p : NodeInputs(n)) {
+        if (std::find(nodes.begin(), nodes.end(), p) == nodes.end()) continue;
+        if (ClassOf(sp, graph_.nodes[p].type.output.shape.dims()) == RowClass::kRowFlat) {
+          return false;
+        }
+      }
+    }
+    return steps >= 2 || two_pass;
+  }
+
   std::string Describe(const Step& step) const {
     auto names = [&](auto begin, auto end) {
       std::vector<std::string> ops;
@@ -248,6 +495,12 @@ class Planner {
     if (step.kind == StepKind::kElementwise) {
       if (step.nodes.size() == 1) return graph_.nodes[step.root].op->name;
       return absl::StrCat("fused elementwise [", names(step.nodes.begin(), step.nodes.end()), "]");
+    }
+    if (step.kind == StepKind::kRows) {
+      return absl::StrCat("rows [", names(step.nodes.begin(), step.nodes.end()), "]");
+    }
+    if (step.kind == StepKind::kShape && step.nodes.size() > 1) {
+      return absl::StrCat("compress [", names(step.nodes.begin(), step.nodes.end()), "]");
     }
     if (step.kind == StepKind::kReduction) {
       auto at = std::find(step.nodes.begin(), step.nodes.end(), step.reduction);
@@ -336,6 +589,12 @@ struct AttrPrinter {
 };
 
 }  // namespace
+
+bool IsRowReductionOp(absl::string_view op) {
+  static constexpr absl::string_view kOps[] = {"sum", "prod", "min", "max", "mean",
+                                               "any", "all",  "var", "std"};
+  return std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
+}
 
 absl::StatusOr<std::shared_ptr<const Plan>> BuildPlan(const ValidatedGraph& graph,
                                                       absl::Span<const int> output_nodes,

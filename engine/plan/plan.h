@@ -4,6 +4,14 @@
 //    shape whose intermediates nobody else needs;
 //  - a reduction with its elementwise producers fused in as a prologue and
 //    its elementwise consumers as an epilogue;
+//  - a row program (PlanOptions::max_row_length): reductions over the
+//    trailing axes of one shape together with the elementwise work that
+//    feeds them and that reads their results back into the same rows
+//    (`x - x.mean(-1, keepdims=True)`, layer norm, var/std), so that a
+//    backend can hold each row on chip and read the input once;
+//  - a compress: take(a, flatnonzero(mask, size)) of the flattened a (or
+//    along axis 0 of a 1-D a) with a mask of as many elements (`x[x > 0]`),
+//    with the mask's elementwise producers;
 //  - a matmul, a scan, a shape op, a creation op or a custom kernel, alone.
 // Plans depend only on the graph's canonical signature (structure, dtypes,
 // shapes, attributes; not names or literal values), so PlanCache reuses them
@@ -38,7 +46,8 @@ enum class StepKind : uint8_t {
   kShape,
   kCreation,
   kCustom,
-  kSort
+  kSort,
+  kRows
 };
 // "elementwise", "reduction", ... (the label of per-step metrics).
 absl::string_view StepKindName(StepKind kind);
@@ -61,6 +70,7 @@ struct Step {
   // The node whose value the step produces (the last of `nodes`).
   int root = -1;
   // For reductions: the reduction node (prologue before it, epilogue after).
+  // Row programs (kRows) may hold several reductions: -1.
   int reduction = -1;
   FusionCut cut = FusionCut::kNone;
   // e.g. "fused elementwise [mul, mul, add, sqrt]".
@@ -86,7 +96,22 @@ struct PlanOptions {
   int max_fused_ops = 64;
   // Fuse elementwise producers into reductions, and consumers after them.
   bool fuse_reductions = true;
+  // Row programs (StepKind::kRows): a step of nodes over one shape S whose
+  // reductions (sum, prod, min, max, mean, any, all, var, std; real
+  // dtypes) all reduce the same trailing axes of S, of at most this many
+  // elements per row (0: none). Its nodes are of S ("full": elementwise
+  // nodes and the reductions' inputs) or of the reduced shape, with or
+  // without keepdims ("row" values); a full node reads row values only in
+  // their keepdims form (broadcast along the row); values it does not
+  // compute may have any shape that broadcasts. Only the root's value
+  // leaves the step. Formed from the steps the rules above make, when at
+  // least two of them join or the step computes a var or std (two passes
+  // over a row held on chip beat one streaming Welford pass).
+  int64_t max_row_length = 16384;
 };
+
+// The reductions a row program may hold (PlanOptions::max_row_length).
+bool IsRowReductionOp(absl::string_view op);
 
 // INVALID_ARGUMENT for an output index out of range.
 absl::StatusOr<std::shared_ptr<const Plan>> BuildPlan(const ValidatedGraph& graph,

@@ -48,6 +48,11 @@ class Server:
         self.log_path = pathlib.Path(self._dir.name) / "server.log"
         self._log = open(self.log_path, "w")
         full_env = dict(os.environ, **(env or {}))
+        if "--backend=cpu" in args and "GPUFLOW_DEVICES" not in (env or {}):
+            # GPUFLOW_DEVICES (a suite run on --devices of the CUDA backend)
+            # names GPUs; a server the test asks to be a CPU one keeps its one
+            # device.
+            full_env.pop("GPUFLOW_DEVICES", None)
         self.proc = subprocess.Popen(
             # No metrics endpoint unless a test asks (a fixed port would collide
             # between servers); a later --metrics_port in args wins.

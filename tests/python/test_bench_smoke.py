@@ -9,9 +9,13 @@ import sys
 BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench")
 sys.path.insert(0, BENCH)
 
+from conftest import BACKEND  # noqa: E402
+
 import isolation_bench  # noqa: E402
 import latency_phases  # noqa: E402
 import report  # noqa: E402
+
+BACKEND_IS_CPU = BACKEND == "cpu"
 
 
 def test_latency_phases_reports_every_call_and_phase(server):
@@ -80,3 +84,17 @@ def test_fleet_bench_spreads_sessions_over_its_workers():
     assert one["workers"] == 1 and two["workers"] == 2
     assert sorted(two["sessions"].values()) == [2, 2]
     assert one["requests_per_s"] > 0 and two["requests_per_s"] > 0
+
+
+def test_multi_device_bench_uses_every_device(make_server):
+    import multi_device_bench
+
+    srv = make_server("--devices=3") if BACKEND_IS_CPU else make_server("--devices=all")
+    result = multi_device_bench.measure(srv.target, n=48, seconds=0.3)
+    assert result["answer_ok"] and result["placed_as_asked"]
+    if BACKEND_IS_CPU:
+        assert result["devices"] == [0, 1, 2]
+    else:
+        assert len(result["devices"]) >= 1
+    assert result["one_device_per_s"] > 0 and result["all_devices_per_s"] > 0
+    assert result["speedup"] > 0

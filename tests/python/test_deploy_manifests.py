@@ -28,8 +28,10 @@ from gpuflow.v1 import service_pb2  # noqa: E402
 
 DEPLOY = ROOT / "deploy"
 OVERLAYS = {"cpu": "gpuflow-cpu", "gpu": "gpuflow", "gpu-secure": "gpuflow",
-            "fleet": "gpuflow"}
-GPU_OVERLAYS = {"gpu", "gpu-secure", "fleet"}
+            "fleet": "gpuflow", "gpu-multi": "gpuflow"}
+GPU_OVERLAYS = {"gpu", "gpu-secure", "fleet", "gpu-multi"}
+# GPUs per pod of each GPU overlay (gpu-multi: one gpuflowd, --devices=all).
+GPUS_PER_POD = {"gpu": 1, "gpu-secure": 1, "fleet": 1, "gpu-multi": 4}
 SELECTOR = {"app.kubernetes.io/name": "gpuflow", "app.kubernetes.io/component": "worker"}
 # The job name deploy/prometheus/rules.yaml and the dashboard expect.
 JOB = "gpuflow"
@@ -178,12 +180,16 @@ def test_every_overlay_renders_into_its_namespace(rendered):
                 assert o["metadata"].get("namespace") == namespace, (overlay, o["kind"])
 
 
-def test_gpu_pods_request_exactly_one_gpu_and_cpu_pods_none(rendered):
+def test_gpu_pods_request_their_gpus_and_cpu_pods_none(rendered):
     for overlay in OVERLAYS:
         resources = server_container(rendered[overlay])["resources"]
         gpus = {k: resources.get(k, {}).get("nvidia.com/gpu") for k in ("requests", "limits")}
         if overlay in GPU_OVERLAYS:
-            assert gpus == {"requests": 1, "limits": 1}, overlay
+            n = GPUS_PER_POD[overlay]
+            assert gpus == {"requests": n, "limits": n}, overlay
+            # More than one GPU is worth asking for only if gpuflowd drives them all.
+            devices = env_of(server_container(rendered[overlay])).get("GPUFLOW_DEVICES")
+            assert devices == ("all" if n > 1 else None), overlay
             assert env_of(server_container(rendered[overlay]))["GPUFLOW_BACKEND"] == "cuda"
             tolerations = pod_spec(rendered[overlay]).get("tolerations", [])
             assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in tolerations
@@ -471,7 +477,27 @@ def test_every_environment_variable_is_a_gpuflowd_flag(rendered):
             assert name[len("GPUFLOW_"):].lower() in flags, f"{overlay}: {name} is no gpuflowd flag"
 
 
-@pytest.mark.parametrize("overlay", ["cpu", "gpu"])
+def test_multi_gpu_pods_are_the_gpu_overlays_pods_with_more_of_everything(rendered):
+    """gpu-multi changes the devices and the resources beside them, nothing
+    else: the same probes, volumes, image and security as the gpu overlay."""
+    one_gpu, multi = pod_spec(rendered["gpu"]), pod_spec(rendered["gpu-multi"])
+    a, b = server_container(rendered["gpu"]), server_container(rendered["gpu-multi"])
+    for key in ("image", "ports", "readinessProbe", "livenessProbe", "volumeMounts",
+                "securityContext", "lifecycle"):
+        assert a.get(key) == b.get(key), key
+    assert one_gpu["volumes"] == multi["volumes"]
+    assert one_gpu.get("tolerations") == multi.get("tolerations")
+    env_a, env_b = env_of(a), env_of(b)
+    assert {k: v for k, v in env_b.items() if k not in ("GPUFLOW_DEVICES", "GPUFLOW_COMPUTE_THREADS")} \
+        == {k: v for k, v in env_a.items() if k != "GPUFLOW_COMPUTE_THREADS"}
+    n = GPUS_PER_POD["gpu-multi"]
+    for kind in ("requests", "limits"):
+        for resource in ("cpu", "memory"):
+            assert quantity(b["resources"][kind][resource]) >= \
+                quantity(a["resources"][kind][resource]) * n / 2, (kind, resource)
+
+
+@pytest.mark.parametrize("overlay", ["cpu", "gpu", "gpu-multi"])
 def test_overlay_environment_starts_gpuflowd(rendered, make_server, tmp_path, overlay):
     """gpuflowd started with the overlay's environment (ports, addresses and
     paths made local) serves, with the limits the overlay sets."""
@@ -494,7 +520,11 @@ def test_overlay_environment_starts_gpuflowd(rendered, make_server, tmp_path, ov
         env["GPUFLOW_PRECOMPILE"] = str(precompile)
     srv = make_server(env=env)
     with gpuflow.connect(srv.target) as client:
-        limits = client.stub.GetServerInfo(service_pb2.GetServerInfoRequest()).limits
+        info = client.stub.GetServerInfo(service_pb2.GetServerInfoRequest())
+        limits = info.limits
+        # --devices=all: every visible GPU, or one device on the CPU backend.
+        assert len(info.devices) >= 1 and [d.healthy for d in info.devices] == \
+            [True] * len(info.devices)
     names = {"GPUFLOW_MAX_MEMORY_BYTES": "max_memory_bytes",
              "GPUFLOW_MAX_SESSION_MEMORY_LIMIT": "max_session_memory_limit_bytes",
              "GPUFLOW_DEFAULT_SESSION_MEMORY_LIMIT": "default_session_memory_limit_bytes",

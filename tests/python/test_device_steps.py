@@ -2,6 +2,10 @@
 CUDA backend names a step it ran on the host "host: ..." (staging its inputs
 through host memory), and none may. Values are checked too, so on the CPU
 backend (CI) these graphs still test the reference.
+
+Complex values run on the device in every family but selection (a scatter
+into or a flatnonzero of a complex array) and a take of complex128
+elements, which take the host path.
 """
 
 import numpy as np
@@ -15,6 +19,8 @@ X = RNG.standard_normal((6, 50, 7)).astype(np.float32)
 LONG = RNG.standard_normal((3, 40000)).astype(np.float32)
 I = RNG.integers(-50, 50, size=(2, 1, 3, 4)).astype(np.int32)
 J = RNG.integers(-50, 50, size=(1, 5, 4, 2)).astype(np.int32)
+Z = (RNG.standard_normal((6, 50, 7)) + 1j * RNG.standard_normal((6, 50, 7))).astype(np.complex64)
+W = RNG.standard_normal((4, 9)) + 1j * RNG.standard_normal((4, 9))  # complex128
 
 
 def softmax(x, axis):
@@ -76,6 +82,16 @@ CASES = [
     ("flatnonzero", lambda g, x, *_: g.flatnonzero(g.gt(x, 0.5), size=int((X > 0.5).sum())),
      np.flatnonzero(X > 0.5), None),
     ("sort", lambda g, x, long, *_: g.sort(long), np.sort(LONG.reshape(-1)), None),
+    ("histogram uniform", lambda g, x, long, *_: g.histogram(
+        long, np.linspace(-2, 2, 257).astype(np.float32), uniform=True, first_edge=-2.0,
+        norm_denom=4.0, sub_dtype="float32", div_dtype="float64"),
+     np.histogram(LONG, 256, range=(-2.0, 2.0))[0], None),
+    ("histogram edges, many bins", lambda g, x, long, *_: g.histogram(
+        long, np.linspace(-3, 3, 3001)), np.histogram(LONG, np.linspace(-3, 3, 3001))[0], None),
+    ("histogram uniform weighted", lambda g, x, long, *_: g.histogram(
+        long, np.linspace(-2, 2, 17).astype(np.float32), g.abs(long), uniform=True,
+        first_edge=-2.0, norm_denom=4.0, sub_dtype="float32", div_dtype="float64"),
+     np.histogram(LONG, 16, range=(-2.0, 2.0), weights=np.abs(LONG))[0], 1e-6),
     ("argsort rows", lambda g, x, *_: g.argsort(x, axis=-1), np.argsort(X, -1, kind="stable"),
      None),
     ("argsort middle axis", lambda g, x, *_: g.argsort(x, axis=1),
@@ -91,6 +107,46 @@ CASES = [
     ("dot of vectors", lambda g, x, long, i, j: g.dot(g.reshape(i, shape=[24]),
                                                       g.reshape(i, shape=[24])),
      np.dot(I.reshape(24), I.reshape(24)), None),
+    ("complex64 elementwise", lambda g, *_: g.add(g.mul(g.exp(g.array("z")), 1j),
+                                                  g.conj(g.array("z"))),
+     np.exp(Z) * np.complex64(1j) + np.conj(Z), 1e-5),
+    ("complex128 and a complex literal", lambda g, *_: g.mul(g.sqrt(g.array("w")), 0.5 - 2j),
+     np.sqrt(W) * (0.5 - 2j), 1e-12),
+    ("complex inverse functions", lambda g, *_: g.add(g.asin(g.array("w")),
+                                                      g.atanh(g.array("w"))),
+     np.arcsin(W) + np.arctanh(W), 1e-12),
+    ("complex order and parts", lambda g, *_: g.logical_and(
+        g.gt(g.array("z"), g.conj(g.array("z"))), g.lt(g.real(g.array("z")), 0)),
+     (Z > np.conj(Z)) & (Z.real < 0), None),
+    ("complex sum", lambda g, *_: g.sum(g.array("z"), axes=[1]), Z.sum(axis=1), 1e-5),
+    ("complex mean of squares", lambda g, *_: g.mean(g.mul(g.array("w"), g.array("w")),
+                                                     axes=[0]), (W * W).mean(axis=0), 1e-12),
+    ("complex prod", lambda g, *_: g.prod(g.array("w"), axes=[1]), W.prod(axis=1), 1e-12),
+    ("complex max", lambda g, *_: g.max(g.array("z"), axes=[0, 2]), Z.max(axis=(0, 2)), None),
+    ("complex std", lambda g, *_: g.std(g.array("w"), axes=[1], ddof=1.0),
+     W.std(axis=1, ddof=1), 1e-12),
+    ("complex64 var", lambda g, *_: g.var(g.array("z"), axes=[0, 2]), Z.var(axis=(0, 2)), 1e-5),
+    ("complex argmax", lambda g, *_: g.argmax(g.array("w"), axis=1), W.argmax(axis=1), None),
+    ("complex cumsum", lambda g, *_: g.cumsum(g.array("z"), axis=1), np.cumsum(Z, axis=1), 1e-5),
+    ("complex transpose of a cast", lambda g, x, *_: g.transpose(g.cast(x, dtype="complex64"),
+                                                                 axes=[2, 0, 1]),
+     X.astype(np.complex64).transpose(2, 0, 1), None),
+    ("complex full", lambda g, *_: g.full(1 - 2j, shape=[3, 4]), np.full((3, 4), 1 - 2j), None),
+    ("complex concatenate", lambda g, *_: g.concatenate(g.array("w"), g.real(g.array("w")),
+                                                        axis=0),
+     np.concatenate([W, W.real]), None),
+    ("complex64 matmul float32", lambda g, x, *_: g.matmul(g.array("z"),
+                                                           g.transpose(x, axes=[0, 2, 1])),
+     Z @ X.transpose(0, 2, 1), 1e-5),
+    ("complex dot with a 0-d operand", lambda g, *_: g.dot(g.array("w"), np.float64(-1.5)),
+     np.dot(W, np.float64(-1.5)), 1e-12),
+    ("complex to float32", lambda g, *_: g.cast(g.array("z"), dtype="float32"), Z.real, None),
+    ("dot with a 0-d operand",
+     lambda g, x, *_: g.dot(np.float32(2.5), g.reshape(x, shape=[6, 350])),
+     2.5 * X.reshape(6, 350), None),
+    ("dot int32 by a 0-d int8", lambda g, x, long, i, j: g.dot(g.reshape(i, shape=[6, 4]),
+                                                               np.int8(-3)),
+     np.dot(I.reshape(6, 4), np.int8(-3)), None),
     ("empty sum", lambda g, x, *_: g.sum(g.slice(x, starts=[0, 0, 0], stops=[6, 0, 7],
                                                  steps=[1, 1, 1]), axes=[1]),
      np.zeros((6, 7), np.float32), None),
@@ -100,7 +156,7 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_step_runs_on_the_device(session, case):
     name, build, want, rtol = case
-    for n, v in (("x", X), ("long", LONG), ("i", I), ("j", J)):
+    for n, v in (("x", X), ("long", LONG), ("i", I), ("j", J), ("z", Z), ("w", W)):
         session.upload(v, name=n)
     g = gpuflow.Graph()
     out = build(g, g.array("x"), g.array("long"), g.array("i"), g.array("j"))

@@ -99,6 +99,34 @@ def test_elementwise_kernel_raw_input_and_size(session):
         gf.ElementwiseKernel("", "float32 y", "y = i", "k")(size=4)
 
 
+def test_elementwise_kernel_raw_outputs(session):
+    # CuPy's raw output: the kernel writes y[j] anywhere in its array, which
+    # starts as the array passed (here a scatter of x into 10 slots).
+    scatter = gf.ElementwiseKernel("T x, int64 idx", "raw T y, T twice",
+                                   "y[idx] = x; twice = x * 2", "scatter_raw")
+    x_np = np.array([1.5, -2.0, 4.0], np.float32)
+    idx_np = np.array([7, 0, 3])
+    base_np = np.full((2, 5), -1.0, np.float32)
+    y, twice = scatter(session.asarray(x_np), session.asarray(idx_np),
+                       session.asarray(base_np), gf.empty(3, np.float32, session=session))
+    assert (y.shape, y.dtype) == ((2, 5), np.float32)
+    assert twice.shape == (3,)
+    want = base_np.copy().reshape(-1)
+    want[idx_np] = x_np
+    runs_or_needs_cuda(y, want.reshape(2, 5))
+    runs_or_needs_cuda(twice, x_np * 2)
+    # Only raw outputs: size= gives the loop.
+    fill = gf.ElementwiseKernel("", "raw float64 y", "y[i * 2] = i", "fill_even")
+    out = fill(gf.zeros(9, np.float64, session=session), size=5)
+    runs_or_needs_cuda(out, np.where(np.arange(9) % 2 == 0, np.arange(9) / 2, 0.0))
+    with pytest.raises(ValueError, match="raw output parameter 'y' needs its array"):
+        scatter(session.asarray(x_np), session.asarray(idx_np))
+    with pytest.raises(ValueError, match="loop size is undecided"):
+        fill(gf.zeros(9, np.float64, session=session))
+    with pytest.raises(TypeError, match="is declared float64 but the array is float32"):
+        fill(gf.zeros(9, np.float32, session=session), size=5)
+
+
 def test_elementwise_kernel_misuse(session):
     x = session.asarray(np.ones(4, np.float32))
     with pytest.raises(TypeError, match=r"Wrong number of arguments for 'softplus': expected 2 "

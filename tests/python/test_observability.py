@@ -274,14 +274,14 @@ def test_counters_move_exactly_for_a_scripted_sequence(make_server):
     assert phases[(("phase", "launch"),)] == 2
     assert phases.get((("phase", "gpu"),), 0) == (2 if BACKEND == "cuda" else 0)
     steps = delta(before, after, "gpuflow_gpu_time_seconds_count")
-    assert steps == ({(("step", "elementwise"),): 1} if BACKEND == "cuda" else {})
+    assert steps == ({(("device", "0"), ("step", "elementwise")): 1} if BACKEND == "cuda" else {})
     # One compile, then hits (nothing to compile on the CPU backend).
     compiles = delta(before, after, "gpuflow_kernel_compiles_total")
     lookups = delta(before, after, "gpuflow_kernel_cache_lookups_total")
     if BACKEND == "cuda":
-        assert compiles == {(): 1}
-        assert lookups[(("result", "miss"),)] == 1
-        assert lookups[(("result", "memory_hit"),)] >= 1
+        assert compiles == {(("device", "0"),): 1}
+        assert lookups[(("device", "0"), ("result", "miss"))] == 1
+        assert lookups[(("device", "0"), ("result", "memory_hit"))] >= 1
         assert delta(before, after, "gpuflow_kernel_compile_seconds_count") == {(): 1}
     else:
         assert compiles == {} and lookups == {}
@@ -289,7 +289,7 @@ def test_counters_move_exactly_for_a_scripted_sequence(make_server):
     assert value(after, "gpuflow_arrays_active") == 0
     assert value(after, "gpuflow_session_bytes") == 0
     assert value(after, "gpuflow_sessions_expired_total") == 0
-    assert value(after, "gpuflow_device_healthy") == 1
+    assert value(after, "gpuflow_device_healthy", device="0") == 1
 
 
 def test_session_gauges_and_expiry(make_server):

@@ -282,6 +282,15 @@ def test_bincount_matches_numpy(session):
                 np.bincount(np.zeros(0, np.int64), minlength=3)),
                (gf.bincount(session.asarray(np.array([True, False, True]))),
                 np.bincount(np.array([True, False, True])))], rtol=1e-12)
+    # Few bins run as a histogram, many as a scatter-add; several numpy blocks.
+    assert gf.bincount(x)._expr.op == "histogram"
+    assert gf.bincount(session.asarray(np.array([0, 4000])))._expr.op == "scatter"
+    for top, dtype in ((2046, "uint16"), (2047, "int32"), (5000, "int64"), (200, "uint8")):
+        big = RNG.integers(0, top + 1, size=65536 * 2 + 11).astype(dtype)
+        bw = RNG.random(big.size)
+        check_all([(gf.bincount(session.asarray(big)), np.bincount(big)),
+                   (gf.bincount(session.asarray(big), weights=session.asarray(bw)),
+                    np.bincount(big, weights=bw))], rtol=1e-12)
     with pytest.raises(ValueError, match="'list' argument must have no negative elements"):
         gf.bincount(session.asarray(np.array([1, -1])))
     with pytest.raises(TypeError, match="Cannot cast array data from dtype\\('float32'\\)"):

@@ -42,9 +42,9 @@ class HealthMonitorTest : public ::testing::Test {
     health_ = std::make_unique<HealthMonitor>(backend_,
                                               std::vector<std::string>{"", "gpuflow.v1.GpuFlow"},
                                               HealthMonitorOptions{.interval = interval});
-    service_ = std::make_unique<GpuFlowService>(
-        backend_, sessions_, plans_, runner_, pool_, ServiceOptions{},
-        Telemetry{.metrics = &metrics_, .health = health_.get()});
+    service_ =
+        std::make_unique<GpuFlowService>(sessions_, plans_, runner_, pool_, ServiceOptions{},
+                                         Telemetry{.metrics = &metrics_, .health = health_.get()});
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);

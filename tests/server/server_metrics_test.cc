@@ -2,6 +2,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
@@ -9,6 +11,7 @@
 #include "engine/ir/shape.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/device_set.h"
 #include "server/session_registry.h"
 #include "tests/server/fake_backend.h"
 #include "tests/testing/status_matchers.h"
@@ -44,8 +47,8 @@ TEST_F(ServerMetricsTest, HotPathSeriesStartAtZero) {
   }
   for (const char* step :
        {"elementwise", "reduction", "matmul", "scan", "custom", "copy", "creation", "sort"}) {
-    EXPECT_THAT(text,
-                HasSubstr(absl::StrCat("gpuflow_gpu_time_seconds_count{step=\"", step, "\"} 0\n")));
+    EXPECT_THAT(text, HasSubstr(absl::StrCat("gpuflow_gpu_time_seconds_count{device=\"0\",step=\"",
+                                             step, "\"} 0\n")));
   }
   EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compile_seconds_count 0\n"));
   EXPECT_THAT(text, HasSubstr("gpuflow_transfer_bytes_total{direction=\"upload\"} 0\n"));
@@ -115,9 +118,11 @@ TEST_F(ServerMetricsTest, RecordExecuteObservesPhasesAndProfiledSteps) {
   EXPECT_THAT(text, HasSubstr("gpuflow_execute_phase_seconds_sum{phase=\"launch\"} 0.007\n"));
   EXPECT_THAT(text, HasSubstr("gpuflow_execute_phase_seconds_count{phase=\"gpu\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("gpuflow_execute_phase_seconds_sum{phase=\"transfer\"} 0.003\n"));
-  EXPECT_THAT(text, HasSubstr("gpuflow_gpu_time_seconds_count{step=\"elementwise\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("gpuflow_gpu_time_seconds_sum{step=\"reduction\"} 0.003\n"));
-  EXPECT_THAT(text, HasSubstr("gpuflow_gpu_time_seconds_count{step=\"copy\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("gpuflow_gpu_time_seconds_count{device=\"0\",step=\"elementwise\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("gpuflow_gpu_time_seconds_sum{device=\"0\",step=\"reduction\"} 0.003\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_gpu_time_seconds_count{device=\"0\",step=\"copy\"} 0\n"));
   // Compiles are RecordCompiles' to count.
   EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compile_seconds_count 0\n"));
 }
@@ -165,7 +170,7 @@ TEST(ServerMetricsCollectorsTest, CollectorsReadTheBackendSessionsAndPlanCache) 
   SessionRegistry sessions(backend, {});
   PlanCache plans(PlanOptions{});
   ServerMetrics metrics;
-  metrics.AddCollectors(backend, sessions, plans);
+  metrics.AddCollectors(sessions, plans);
   auto Scrape = [&] { return metrics.Scrape(); };
 
   absl::StatusOr<std::shared_ptr<Session>> session = sessions.Create({.label = "t"});
@@ -181,27 +186,31 @@ TEST(ServerMetricsCollectorsTest, CollectorsReadTheBackendSessionsAndPlanCache) 
   ASSERT_THAT(sessions.Create({}), IsOk());
 
   std::string text = Scrape();
-  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compiles_total 1\n"));
-  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_cache_lookups_total{result=\"memory_hit\"} 5\n"));
-  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_cache_lookups_total{result=\"disk_hit\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_cache_lookups_total{result=\"miss\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_cache_evictions_total 3\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compiles_total{device=\"0\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("gpuflow_kernel_cache_lookups_total{device=\"0\",result=\"memory_hit\"} 5\n"));
+  EXPECT_THAT(
+      text, HasSubstr("gpuflow_kernel_cache_lookups_total{device=\"0\",result=\"disk_hit\"} 2\n"));
+  EXPECT_THAT(text,
+              HasSubstr("gpuflow_kernel_cache_lookups_total{device=\"0\",result=\"miss\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_cache_evictions_total{device=\"0\"} 3\n"));
   EXPECT_THAT(text, HasSubstr("gpuflow_plan_cache_lookups_total{result=\"hit\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("gpuflow_plan_cache_lookups_total{result=\"miss\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr("gpuflow_memory_pool_bytes{state=\"used\"} 100\n"));
-  EXPECT_THAT(text, HasSubstr("gpuflow_memory_pool_bytes{state=\"reserved\"} 200\n"));
-  EXPECT_THAT(text, HasSubstr("gpuflow_device_memory_bytes{state=\"free\"} 300\n"));
-  EXPECT_THAT(text, HasSubstr("gpuflow_device_memory_bytes{state=\"total\"} 400\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_memory_pool_bytes{device=\"0\",state=\"used\"} 100\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_memory_pool_bytes{device=\"0\",state=\"reserved\"} 200\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_device_memory_bytes{device=\"0\",state=\"free\"} 300\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_device_memory_bytes{device=\"0\",state=\"total\"} 400\n"));
   EXPECT_THAT(text, HasSubstr("gpuflow_sessions_active 2\n"));
   EXPECT_THAT(text, HasSubstr("gpuflow_arrays_active 1\n"));
   EXPECT_THAT(text, HasSubstr("gpuflow_session_bytes 64\n"));
   EXPECT_THAT(text, HasSubstr("gpuflow_sessions_expired_total 0\n"));
-  EXPECT_THAT(text, HasSubstr("gpuflow_device_healthy 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_device_healthy{device=\"0\"} 1\n"));
 
   backend.set_healthy(false);
   ASSERT_THAT(sessions.Close((*session)->id()), IsOk());
   text = Scrape();
-  EXPECT_THAT(text, HasSubstr("gpuflow_device_healthy 0\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_device_healthy{device=\"0\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("gpuflow_sessions_active 1\n"));
   EXPECT_THAT(text, HasSubstr("gpuflow_session_bytes 0\n"));
 }
@@ -211,11 +220,11 @@ TEST(ServerMetricsCollectorsTest, UnknownMemoryFiguresAreLeftOut) {
   SessionRegistry sessions(backend, {});
   PlanCache plans(PlanOptions{});
   ServerMetrics metrics;
-  metrics.AddCollectors(backend, sessions, plans);
+  metrics.AddCollectors(sessions, plans);
   const std::string text = metrics.Scrape();
   EXPECT_THAT(text, Not(HasSubstr("gpuflow_memory_pool_bytes")));
   EXPECT_THAT(text, Not(HasSubstr("gpuflow_device_memory_bytes")));
-  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compiles_total 0\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compiles_total{device=\"0\"} 0\n"));
 }
 
 MemoryStats PoolUsed(int64_t bytes) {
@@ -232,14 +241,57 @@ TEST(ServerMetricsCollectorsTest, DeviceMemoryIsPolledNotReadByScrapes) {
   SessionRegistry sessions(backend, {});
   PlanCache plans(PlanOptions{});
   ServerMetrics metrics({.device_poll_interval = absl::Hours(1)});
-  metrics.AddCollectors(backend, sessions, plans);
+  metrics.AddCollectors(sessions, plans);
   const int calls = backend.memory_stats_calls();
   EXPECT_EQ(calls, 1);  // the first reading, taken by AddCollectors
   backend.set_memory_stats(PoolUsed(200));
   for (int i = 0; i < 5; ++i) {
-    EXPECT_THAT(metrics.Scrape(), HasSubstr("gpuflow_memory_pool_bytes{state=\"used\"} 100\n"));
+    EXPECT_THAT(metrics.Scrape(),
+                HasSubstr("gpuflow_memory_pool_bytes{device=\"0\",state=\"used\"} 100\n"));
   }
   EXPECT_EQ(backend.memory_stats_calls(), calls);
+}
+
+// Every per-device family has one series per device, labelled by its id
+// (here 0 and 3, as --devices=0,3 would give); server-wide ones have none.
+TEST(ServerMetricsCollectorsTest, PerDeviceSeriesCarryTheDeviceLabel) {
+  auto zero = std::make_unique<FakeBackend>();
+  auto three = std::make_unique<FakeBackend>();
+  FakeBackend* failing = three.get();
+  zero->set_memory_stats(PoolUsed(100));
+  three->set_memory_stats(PoolUsed(300));
+  three->set_kernel_cache_stats({.compiles = 7});
+  std::vector<std::unique_ptr<Backend>> backends;
+  backends.push_back(std::move(zero));
+  backends.push_back(std::move(three));
+  DeviceSet devices(std::move(backends), {0, 3});
+  SessionRegistry sessions(devices, {});
+  PlanCache plans(PlanOptions{});
+  ServerMetrics metrics({.device_poll_interval = absl::Hours(1), .device_ids = {0, 3}});
+  metrics.AddCollectors(sessions, plans);
+  ASSERT_THAT(sessions.Create({.label = "", .device = 3}), IsOk());
+  v1::Timings timings;
+  v1::StepTiming* step = timings.add_steps();
+  step->set_kind("elementwise");
+  step->set_gpu_seconds(0.5);
+  metrics.RecordExecute(timings, /*device_index=*/1);
+  failing->set_healthy(false);
+
+  const std::string text = metrics.Scrape();
+  EXPECT_THAT(text, HasSubstr("gpuflow_memory_pool_bytes{device=\"0\",state=\"used\"} 100\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_memory_pool_bytes{device=\"3\",state=\"used\"} 300\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compiles_total{device=\"0\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_kernel_compiles_total{device=\"3\"} 7\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_device_healthy{device=\"0\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_device_healthy{device=\"3\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_device_sessions_active{device=\"0\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_device_sessions_active{device=\"3\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("gpuflow_sessions_active 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("gpuflow_gpu_time_seconds_count{device=\"3\",step=\"elementwise\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("gpuflow_gpu_time_seconds_count{device=\"0\",step=\"elementwise\"} 0\n"));
+  EXPECT_THAT(text, Not(HasSubstr("device=\"1\"")));
 }
 
 TEST(ServerMetricsCollectorsTest, ThePollerPicksUpChanges) {
@@ -248,14 +300,16 @@ TEST(ServerMetricsCollectorsTest, ThePollerPicksUpChanges) {
   SessionRegistry sessions(backend, {});
   PlanCache plans(PlanOptions{});
   ServerMetrics metrics({.device_poll_interval = absl::Milliseconds(5)});
-  metrics.AddCollectors(backend, sessions, plans);
+  metrics.AddCollectors(sessions, plans);
   backend.set_memory_stats(PoolUsed(200));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (absl::Now() < deadline &&
-         !absl::StrContains(metrics.Scrape(), "gpuflow_memory_pool_bytes{state=\"used\"} 200\n")) {
+         !absl::StrContains(metrics.Scrape(),
+                            "gpuflow_memory_pool_bytes{device=\"0\",state=\"used\"} 200\n")) {
     absl::SleepFor(absl::Milliseconds(5));
   }
-  EXPECT_THAT(metrics.Scrape(), HasSubstr("gpuflow_memory_pool_bytes{state=\"used\"} 200\n"));
+  EXPECT_THAT(metrics.Scrape(),
+              HasSubstr("gpuflow_memory_pool_bytes{device=\"0\",state=\"used\"} 200\n"));
 }
 
 TEST(StatusCodeNameTest, CanonicalNames) {

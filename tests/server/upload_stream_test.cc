@@ -39,7 +39,7 @@ class UploadStreamTest : public ::testing::Test {
     return request;
   }
   UploadStream NewStream() {
-    return UploadStream(*backend_, registry_, {.max_array_bytes = 2048, .max_chunk_bytes = 64});
+    return UploadStream(registry_, {.max_array_bytes = 2048, .max_chunk_bytes = 64});
   }
   // Nothing of a failed upload is left.
   void ExpectNothingLeft() const {

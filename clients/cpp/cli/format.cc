@@ -191,6 +191,15 @@ std::string FormatServerInfo(const v1::ServerInfo& info) {
   absl::StrAppend(&out, "backend:   ", info.backend(), "\n");
   absl::StrAppend(&out, "device:    ", info.device(), "\n");
   absl::StrAppend(&out, "healthy:   ", info.healthy() ? "yes" : "no", "\n");
+  // A server driving several devices (--devices) lists each.
+  if (info.devices_size() > 1) {
+    absl::StrAppend(&out, "devices:   ", info.devices_size(), "\n");
+    for (const v1::DeviceInfo& device : info.devices()) {
+      absl::StrAppend(&out, "  ", device.id(), ": ", device.description(), ", ",
+                      device.healthy() ? "healthy" : "UNHEALTHY", ", ", device.sessions(),
+                      " session(s) holding ", FormatBytes(device.bytes_held()), "\n");
+    }
+  }
   if (!info.tenant().empty()) absl::StrAppend(&out, "tenant:    ", info.tenant(), "\n");
   absl::StrAppend(&out, "sessions:  ", info.active_sessions(), " open, at most ",
                   limits.max_sessions(), "\n");

@@ -306,7 +306,7 @@ for _op in ("neg", "sign", "floor", "ceil", "round", "relu"):
 for _op in ("square", "reciprocal"):
     _UNARY[_op] = "bool_to_int8"
 for _op in ("sqrt", "rsqrt", "exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid",
-            "gelu", "erf"):
+            "gelu", "erf", "asin", "acos", "atan", "asinh", "acosh", "atanh"):
     _UNARY[_op] = "float"
 for _op in ("isnan", "isinf", "logical_not"):
     _UNARY[_op] = "bool"
@@ -649,6 +649,8 @@ def infer(op, types, attrs):
         return a.dtype, a.shape
     if op == "flatnonzero":
         return "int64", (attrs["size"],)
+    if op == "histogram":
+        return ("int64" if len(types) == 2 else types[2].dtype), (types[1].shape[0] - 1,)
     if op in ("sort", "argsort", "searchsorted") and any(is_complex(t.dtype) for t in types):
         raise NotImplementedError(f"{op} of complex values is not supported by gpuflow yet")
     if op in ("sort", "argsort"):

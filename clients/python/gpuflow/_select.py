@@ -422,10 +422,17 @@ def putmask(a, mask, values):
     a._expr = ra.apply("where", (mask, v, a), session=a.session)._expr
 
 
+# bincount of at most this many bins runs as a histogram (the CUDA
+# histogram keeps up to 2047 bins in shared memory).
+_HISTOGRAM_BINCOUNT = 2047
+
+
 def bincount(x, weights=None, minlength=0):
-    """numpy.bincount: a scatter-add of ones (or ``weights``) into zeros of
-    length max(x) + 1 (at least ``minlength``); the maximum, and NumPy's
-    ValueError for a negative element, come from one Execute."""
+    """numpy.bincount: counts (or ``weights`` summed in float64) over
+    length max(x) + 1 (at least ``minlength``): a histogram of equal bins
+    [k - 0.5, k + 0.5) up to 2047 of them, else a scatter-add into zeros;
+    the maximum, and NumPy's ValueError for a negative element, come from
+    one Execute."""
     from gpuflow import functions
 
     ra = _ra()
@@ -451,6 +458,15 @@ def bincount(x, weights=None, minlength=0):
             raise ValueError("'list' argument must have no negative elements")
         length = max(int(top) + 1, minlength)
     index = x if dtype != "bool" else x.astype("int64")
+    if 0 < length <= _HISTOGRAM_BINCOUNT:
+        # Few bins: the histogram op's equal bins [k - 0.5, k + 0.5) count in
+        # shared memory on the device instead of contending global atomics.
+        edges = np.arange(length + 1, dtype=np.float64) - 0.5
+        w = None if weights is None else weights.astype("float64")
+        operands = (x, edges) if w is None else (x, edges, w)
+        return ra.apply("histogram", operands, {
+            "uniform": True, "first_edge": -0.5, "norm_denom": float(length),
+            "sub_dtype": "float64", "div_dtype": "float64"}, session=x.session)
     if weights is None:
         base = functions.zeros(length, "int64", session=x.session)
         return scatter(base, index, np.int64(1), "add")

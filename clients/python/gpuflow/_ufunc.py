@@ -368,9 +368,11 @@ def _cbrt(x):
     return _signed(x, r)
 
 
-def _scaled(factor):
+def _scaled(name, factor):
     def run(x):
         out = float_out(x)
+        if _inference.is_complex(out):  # NumPy's loops for these are real only
+            raise _inference._no_loop(name)
         work = "float32" if out in ("float16", "bfloat16") else out
         return cast(cast(x, work) * factor, out)
 
@@ -562,17 +564,19 @@ _REDUCE = {"add": ("sum", "cumsum", 0), "multiply": ("prod", "cumprod", 1),
            "bitwise_or": (None, None, 0), "bitwise_xor": (None, None, 0),
            "bitwise_and": (None, None, -1)}
 _COMPOSED_UNARY = {
-    "tan": _in_float64(_tan, _tan), "arcsin": _in_float64(_arcsin),
-    "arccos": _in_float64(_arccos), "arctan": _in_float64(_arctan),
+    "tan": _in_float64(_tan, _tan), "arcsin": _in_float64(_arcsin, _op("asin")),
+    "arccos": _in_float64(_arccos, _op("acos")), "arctan": _in_float64(_arctan, _op("atan")),
     "sinh": _in_float64(_sinh, _complex_sinh), "cosh": _in_float64(_cosh, _complex_cosh),
-    "arcsinh": _in_float64(_arcsinh), "arccosh": _in_float64(_arccosh),
-    "arctanh": _in_float64(_arctanh),
+    "arcsinh": _in_float64(_arcsinh, _op("asinh")),
+    "arccosh": _in_float64(_arccosh, _op("acosh")),
+    "arctanh": _in_float64(_arctanh, _op("atanh")),
     "exp2": _in_float64(lambda x: _pow(2.0, x), lambda x: _pow(2.0, x)),
     "log2": _in_float64(lambda x: _log(x) / _LN2, lambda x: _log(x) / _LN2),
     "log10": _in_float64(lambda x: _log(x) / _LN10, lambda x: _log(x) / _LN10),
-    "cbrt": _in_float64(_cbrt), "rad2deg": _scaled(180.0 / math.pi),
-    "degrees": _scaled(180.0 / math.pi), "deg2rad": _scaled(math.pi / 180.0),
-    "radians": _scaled(math.pi / 180.0), "fabs": _fabs, "rint": _rint, "trunc": _trunc,
+    "cbrt": _in_float64(_cbrt), "rad2deg": _scaled("rad2deg", 180.0 / math.pi),
+    "degrees": _scaled("degrees", 180.0 / math.pi),
+    "deg2rad": _scaled("deg2rad", math.pi / 180.0),
+    "radians": _scaled("radians", math.pi / 180.0), "fabs": _fabs, "rint": _rint, "trunc": _trunc,
     "conjugate": _conjugate, "positive": _positive,
 }
 _COMPOSED_PREDICATES = {"signbit": _signbit, "isfinite": _isfinite}

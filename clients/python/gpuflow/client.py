@@ -410,11 +410,20 @@ class Client:
         limits, dtypes and ops."""
         return _rpc(self.stub.GetServerInfo, service_pb2.GetServerInfoRequest())
 
-    def session(self, label="", *, memory_limit=0, idle_ttl=None):
+    def devices(self):
+        """The server's devices (``DeviceInfo`` messages: id, description,
+        health, sessions and bytes held, memory), one per device it drives
+        (docs/multi-gpu.md)."""
+        return list(self.info().devices)
+
+    def session(self, label="", *, memory_limit=0, idle_ttl=None, device=None):
         """Opens a session. ``memory_limit`` in bytes (0: server default);
-        ``idle_ttl`` in seconds (None: server default). Use it as a context
-        manager so it is closed on exit."""
+        ``idle_ttl`` in seconds (None: server default); ``device`` the id of
+        the server's device to hold it (None: the least-loaded healthy one).
+        Use it as a context manager so it is closed on exit."""
         request = service_pb2.CreateSessionRequest(label=label, memory_limit_bytes=memory_limit)
+        if device is not None:
+            request.device = int(device)
         if idle_ttl is not None:
             request.idle_ttl.FromNanoseconds(int(idle_ttl * 1e9))
         if self._fleet is None:
@@ -466,6 +475,8 @@ class Session:
         self.id = info.session_id
         self._endpoint = endpoint or info.endpoint or client.target
         self.label = info.label
+        # The id of the server's device that holds the session.
+        self.device = info.device
         self.memory_limit = info.memory_limit_bytes
         self.idle_ttl = info.idle_ttl.ToTimedelta().total_seconds()
         self.closed = False
@@ -818,6 +829,17 @@ class Session:
         """Deletes an array; returns the bytes freed."""
         reply = _rpc(self._stub.DeleteArray, service_pb2.DeleteArrayRequest(session_id=self.id, name=name))
         return reply.freed_bytes
+
+    def copy_from(self, source, name, as_name=None):
+        """Copies array ``name`` of session ``source`` (of the same server
+        and caller) into this session as ``as_name`` (default ``name``),
+        whichever devices hold the two: peer to peer between GPUs that reach
+        each other, else staged through host memory. Returns ``(ArrayInfo,
+        transfer)``, transfer being "device", "peer", "staged" or "host"."""
+        reply = _rpc(self._stub.CopyArray, service_pb2.CopyArrayRequest(
+            source_session_id=source.id, source_name=name, session_id=self.id,
+            name=as_name or ""))
+        return ArrayInfo(reply.array), reply.transfer
 
     # -- graphs ---------------------------------------------------------------
 

@@ -538,3 +538,9 @@ from gpuflow import _sorting  # noqa: E402
 from gpuflow._sorting import *  # noqa: E402,F401,F403
 
 __all__ = sorted(__all__ + _sorting.__all__)
+
+# histogram, histogram_bin_edges, digitize (gpuflow._histogram).
+from gpuflow import _histogram  # noqa: E402
+from gpuflow._histogram import *  # noqa: E402,F401,F403
+
+__all__ = sorted(__all__ + _histogram.__all__)

@@ -22,7 +22,7 @@ from gpuflow import dtypes
 from gpuflow.v1 import graph_pb2, types_pb2
 
 # reduce_type (custom reduction kernels) is a string: a C type name or a dtype name.
-_DTYPE_ATTRS = {"dtype", "out_dtype"}
+_DTYPE_ATTRS = {"dtype", "out_dtype", "sub_dtype", "div_dtype"}
 
 
 class Node:

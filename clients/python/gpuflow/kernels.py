@@ -199,8 +199,6 @@ class ElementwiseKernel:
         _check_unique(self._ins, self._outs)
         if not self._outs:
             raise ValueError(f"{name}: out_params declares no output")
-        if any(p.raw for p in self._outs):
-            raise ValueError(f"{name}: raw output parameters are not supported")
         self.nin = len(self._ins)
         self.nout = len(self._outs)
         self.nargs = self.nin + self.nout
@@ -219,6 +217,10 @@ class ElementwiseKernel:
             raise ValueError(f"{kernel}: a kernel node needs at least one argument (declare an "
                              "input, e.g. 'raw T unused', or pass the output arrays)")
         out_args = args[self.nin:]
+        for p in self._outs:
+            if p.raw and not out_args:
+                raise ValueError(f"{kernel}: raw output parameter '{p.name}' needs its array: "
+                                 "pass the outputs after the inputs")
         for p, value in zip(self._outs, out_args):
             if not isinstance(value, RemoteArray):
                 raise TypeError(
@@ -249,12 +251,13 @@ class ElementwiseKernel:
                                  f"{shape}; pass size only when no non-raw array gives the shape")
             shape = (size,)
         elif not non_raw:
-            if not out_args:
+            given = [v for p, v in zip(self._outs, out_args) if not p.raw]
+            if not given:
                 raise ValueError(f"{kernel}: the loop size is undecided: pass size= or the "
                                  "output arrays")
-            shape = out_args[0].shape
+            shape = given[0].shape
         for p, value in zip(self._outs, out_args):
-            if value.shape != shape:
+            if not p.raw and value.shape != shape:
                 raise ValueError(f"{kernel}: output '{p}' has shape {value.shape} but the "
                                  f"arguments broadcast to {shape}")
         bound = _bind_placeholders(params, types, kernel)
@@ -269,7 +272,9 @@ class ElementwiseKernel:
         for i, p in enumerate(self._outs):
             dtype = _out_dtype(p, bound, kernel)
             node_attrs = dict(attrs, output=i) if i else attrs
-            expr = _Expr("elementwise_kernel", inputs, node_attrs, dtype, shape)
+            # A raw output keeps its array's shape (the kernel indexes it).
+            expr = _Expr("elementwise_kernel", inputs, node_attrs, dtype,
+                         out_args[i].shape if p.raw else shape)
             if out_args:
                 results.append(_rebind(out_args[i], expr, kernel, f"output '{p}'"))
             else:

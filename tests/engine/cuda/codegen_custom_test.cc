@@ -132,6 +132,73 @@ TEST(CodegenCustomTest, RawArgumentIndexingAndLoopHooksCompile) {
   EXPECT_THAT(Compile(*k), IsOk());
 }
 
+TEST(CodegenCustomTest, RawOutputsAreIndexedByTheKernel) {
+  // CuPy's raw output: `raw T y` among out_params, written at y[idx]; its
+  // array (any shape) is given and copied into the output first; a second,
+  // non-raw output keeps the loop shape and is vectorised.
+  const ValidatedGraph g = Validate(
+      Kernel("elementwise_kernel",
+             {Input::Array("x"), Input::Array("idx"), Input::Array("y"), Input::Array("z")},
+             {{"in_params", std::string("T x, int64 idx")},
+              {"out_params", std::string("raw T y, T z")},
+              {"operation", std::string("y[idx] = x; z = x * 2")},
+              {"name", std::string("scatter_raw")}}),
+      {{"x", DType::kFloat32, {64}},
+       {"idx", DType::kInt64, {64}},
+       {"y", DType::kFloat32, {5, 30}},
+       {"z", DType::kFloat32, {64}}});
+  EXPECT_EQ(g.nodes[0].type.output.shape, *Shape::Create({5, 30}));  // output 0: y
+  absl::StatusOr<CustomKernel> k = GenerateCustomKernel(g, 0);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_THAT(k->output_elements, ElementsAre(150, 64));
+  EXPECT_THAT(k->raw_output_inputs, ElementsAre(2, -1));
+  EXPECT_EQ(k->num_elements, 64);
+  EXPECT_EQ(k->elements_per_thread, 2);  // 16 bytes of int64 idx
+  EXPECT_THAT(k->source, HasSubstr("_gf_raw<float, 2> y("));
+  EXPECT_THAT(Compile(*k), IsOk());
+  // With only raw outputs, the loop size comes from the inputs or `size`.
+  const ValidatedGraph g2 = Validate(Kernel("elementwise_kernel", {Input::Array("y")},
+                                            {{"in_params", std::string("")},
+                                             {"out_params", std::string("raw float64 y")},
+                                             {"operation", std::string("y[i] = i")},
+                                             {"size", int64_t{7}}}),
+                                     {{"y", DType::kFloat64, {3, 3}}});
+  absl::StatusOr<CustomKernel> k2 = GenerateCustomKernel(g2, 0);
+  ASSERT_TRUE(k2.ok()) << k2.status();
+  EXPECT_EQ(k2->num_elements, 7);
+  EXPECT_THAT(Compile(*k2), IsOk());
+}
+
+TEST(CodegenCustomTest, RawOutputsNeedTheirArraysAndALoopSize) {
+  Graph g;
+  g.nodes.push_back(Kernel("elementwise_kernel", {Input::Array("x")},
+                           {{"in_params", std::string("T x")},
+                            {"out_params", std::string("raw T y")},
+                            {"operation", std::string("y[i] = x")}}));
+  ArrayTypeLookup lookup = [](const std::string&) -> absl::StatusOr<ValueType> {
+    return ValueType{DType::kFloat32, *Shape::Create({4}), false};
+  };
+  EXPECT_THAT(ValidateGraph(g, lookup, {}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("raw output parameter 'y' needs its array")));
+  g.nodes[0] = Kernel("elementwise_kernel", {Input::Array("y")},
+                      {{"in_params", std::string("")},
+                       {"out_params", std::string("raw T y")},
+                       {"operation", std::string("y[i] = 0")}});
+  EXPECT_THAT(ValidateGraph(g, lookup, {}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("loop size is undecided")));
+  g.nodes[0] = Kernel("reduction_kernel", {Input::Array("x")},
+                      {{"in_params", std::string("T x")},
+                       {"out_params", std::string("raw T y")},
+                       {"map_expr", std::string("x")},
+                       {"reduce_expr", std::string("a + b")},
+                       {"post_map_expr", std::string("y = a")},
+                       {"identity", std::string("0")}});
+  EXPECT_THAT(ValidateGraph(g, lookup, {}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("not supported in reduction kernels")));
+}
+
 TEST(CodegenCustomTest, L2NormReductionCompilesForEveryLayout) {
   // CuPy's l2norm example over the last axis and over everything (element r
   // of output o at o * R + r), and over the first axis (index arithmetic).

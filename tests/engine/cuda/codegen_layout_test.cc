@@ -109,7 +109,7 @@ TEST(CodegenLayoutTest, EveryCopyKernelCompilesForSm90) {
     }
   };
   for (const DTypeInfo& from : AllDTypes()) {
-    if (IsComplex(from.dtype)) continue;  // complex steps run on the host
+    if (IsComplex(from.dtype)) continue;  // complex: codegen_complex_test.cc
     add(Prepare(Op("transpose", 1, {{"axes", std::vector<int64_t>{2, 0, 1}}}),
                 {{from.dtype, {2, 3, 4}}}));
     add(Prepare(Op("broadcast_to", 1, {{"shape", std::vector<int64_t>{3, 4}}}),

@@ -163,14 +163,21 @@ TEST(CodegenMatmulTest, GridStaysWithinTheDeviceLimits) {
   EXPECT_EQ(many.grid_z, 65535);
 }
 
-TEST(CodegenMatmulTest, ScalarDotAndOtherStepsAreNotMatmulKernels) {
-  const Prepared scalar = Prepare("dot", DType::kInt32, {}, DType::kInt32, {3});
-  absl::StatusOr<std::optional<MatmulKernel>> k =
-      GenerateMatmul(scalar.graph, scalar.plan->steps.at(0));
-  ASSERT_THAT(k, IsOk());
-  EXPECT_FALSE(k->has_value());
+TEST(CodegenMatmulTest, ScalarDotIsAnElementwiseProduct) {
+  // dot(0-d, (3, 5)): a thread per output element, the scalar read at 0.
+  const MatmulKernel k = Generate(Prepare("dot", DType::kInt32, {}, DType::kInt8, {3, 5}));
+  EXPECT_THAT(k.words, ElementsAre(0, 0, 0, 15));
+  EXPECT_EQ(k.grid_x, 1);
+  EXPECT_EQ(k.block_x, 256);
+  EXPECT_EQ(k.block_y, 1);
+  EXPECT_THAT(k.source, HasSubstr("gf::in<i64, i32>(a[0])"));
+  EXPECT_THAT(k.source, HasSubstr("gf::in<i64, i32>(b[i])"));
+  EXPECT_THAT(k.source, HasSubstr("gf::wmul(x, y)"));
+}
+
+TEST(CodegenMatmulTest, OtherStepsAreNotMatmulKernels) {
   const Prepared add = Prepare("add", DType::kInt32, {3}, DType::kInt32, {3});
-  k = GenerateMatmul(add.graph, add.plan->steps.at(0));
+  absl::StatusOr<std::optional<MatmulKernel>> k = GenerateMatmul(add.graph, add.plan->steps.at(0));
   ASSERT_THAT(k, IsOk());
   EXPECT_FALSE(k->has_value());
 }
@@ -192,12 +199,21 @@ TEST(CodegenMatmulTest, KernelsCompileForSm90) {
   // Batch ranks 1 and 2.
   cases.push_back({DType::kInt32, DType::kInt32, {2, 3, 4}, {4}});
   cases.push_back({DType::kFloat32, DType::kFloat32, {2, 1, 3, 4}, {1, 5, 4, 2}});
+  // dot with a 0-d operand, either side, every real dtype's class.
+  for (DType d : {DType::kBool, DType::kInt8, DType::kUInt64, DType::kFloat16, DType::kBFloat16,
+                  DType::kFloat32, DType::kFloat64}) {
+    cases.push_back({d, DType::kInt16, {}, {7}});
+    cases.push_back({DType::kFloat32, d, {2, 3}, {}});
+  }
+  cases.push_back({DType::kInt64, DType::kInt64, {}, {}});
   // One translation unit (one NVRTC compile), each kernel under its own name.
   std::string program = kDeviceLibrary;
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
+    const bool scalar = c.a_dims.empty() || c.b_dims.empty();
     const MatmulKernel k =
-        Generate(Prepare("matmul", c.a, c.a_dims, c.b, c.b_dims), "gf_matmul_" + std::to_string(i));
+        Generate(Prepare(scalar ? "dot" : "matmul", c.a, c.a_dims, c.b, c.b_dims),
+                 "gf_matmul_" + std::to_string(i));
     ASSERT_EQ(k.source.compare(0, std::strlen(kDeviceLibrary), kDeviceLibrary), 0);
     program += k.source.substr(std::strlen(kDeviceLibrary));
   }

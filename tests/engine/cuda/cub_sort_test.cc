@@ -45,8 +45,9 @@ SortKeyKind KindFor(DType d) {
   return d == DType::kFloat32 ? SortKeyKind::kFloat32 : SortKeyKind::kFloat64;
 }
 
-// Random elements with ties; floats get NaN of both signs and signed zeros.
-std::vector<std::byte> Elements(DType d, int64_t n, uint64_t seed) {
+// Random elements with ties; floats get NaN of both signs and signed zeros
+// (`specials`: 1 NaN, 2 -NaN, 4 -0.0).
+std::vector<std::byte> Elements(DType d, int64_t n, uint64_t seed, int specials = 7) {
   std::mt19937_64 rng(seed);
   const int64_t size = ItemSize(d);
   std::vector<std::byte> out(n * size);
@@ -60,9 +61,9 @@ std::vector<std::byte> Elements(DType d, int64_t n, uint64_t seed) {
       std::memcpy(p, &v, size);  // little-endian truncation
     } else {
       double x = v * 0.5;
-      if (pick == 0) x = std::numeric_limits<double>::quiet_NaN();
-      if (pick == 1) x = -std::numeric_limits<double>::quiet_NaN();
-      if (pick == 2) x = -0.0;
+      if (pick == 0 && (specials & 1)) x = std::numeric_limits<double>::quiet_NaN();
+      if (pick == 1 && (specials & 2)) x = -std::numeric_limits<double>::quiet_NaN();
+      if (pick == 2 && (specials & 4)) x = -0.0;
       if (d == DType::kFloat16) {
         const uint16_t b = Half::FromDouble(x).bits;
         std::memcpy(p, &b, 2);
@@ -157,6 +158,41 @@ TEST(CubSortTest, MatchesTheHostKernelsByteForByte) {
       EXPECT_EQ(OnDevice(true, d, outer, length, inner, in),
                 OnHost("argsort", d, shape, c.axis, in));
       EXPECT_EQ(OnDevice(false, d, outer, length, inner, in), OnHost("sort", d, shape, c.axis, in));
+    }
+  }
+}
+
+// One contiguous row of float32/float64 takes CUB's own float sort, then
+// fixes what NumPy orders otherwise (NaNs last whatever their sign, zeros
+// and NaNs in input order) only when the row has such values: every mix.
+TEST(CubSortTest, FlatFloatRowsWithEveryMixOfSpecialValues) {
+  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  for (DType d : {DType::kFloat32, DType::kFloat64}) {
+    for (int specials = 0; specials < 8; ++specials) {
+      for (int64_t n : {1, 2, 3, 255, 257, 70001}) {
+        SCOPED_TRACE(std::string(DTypeName(d)) + " specials " + std::to_string(specials) + " n " +
+                     std::to_string(n));
+        const Shape shape = *Shape::Create({n});
+        const std::vector<std::byte> in = Elements(d, n, 5 + n, specials);
+        EXPECT_EQ(OnDevice(false, d, 1, n, 1, in), OnHost("sort", d, shape, std::nullopt, in));
+      }
+    }
+    // Only NaNs of one sign, and NaNs of both signs with nothing else.
+    for (double nan :
+         {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN()}) {
+      const int64_t size = ItemSize(d);
+      std::vector<std::byte> in(5 * size);
+      for (int i = 0; i < 5; ++i) {
+        const double x = i == 3 ? -nan : nan;
+        if (d == DType::kFloat32) {
+          const float f = static_cast<float>(x);
+          std::memcpy(in.data() + i * size, &f, 4);
+        } else {
+          std::memcpy(in.data() + i * size, &x, 8);
+        }
+      }
+      const Shape shape = *Shape::Create({5});
+      EXPECT_EQ(OnDevice(false, d, 1, 5, 1, in), OnHost("sort", d, shape, std::nullopt, in));
     }
   }
 }

@@ -48,3 +48,15 @@ if(GPUFLOW_WITH_CUDA)
   gpuflow_test(cub_sort_test SRCS engine/cuda/cub_sort_test.cc
                DEPS gpuflow::cuda gpuflow::host gpuflow::ir LABELS gpu)
 endif()
+if(GPUFLOW_WITH_CUDA)
+  gpuflow_test(codegen_rows_test SRCS engine/cuda/codegen_rows_test.cc
+               DEPS gpuflow::cuda gpuflow::plan gpuflow::ir)
+endif()
+if(GPUFLOW_WITH_CUDA)
+  gpuflow_test(codegen_compress_test SRCS engine/cuda/codegen_compress_test.cc
+               DEPS gpuflow::cuda gpuflow::plan gpuflow::ir)
+endif()
+if(GPUFLOW_WITH_CUDA)
+  gpuflow_test(codegen_complex_test SRCS engine/cuda/codegen_complex_test.cc
+               DEPS gpuflow::cuda gpuflow::plan gpuflow::ir)
+endif()

@@ -131,6 +131,59 @@ TEST(HostComplexTest, UnaryFunctionsMatchNumpy) {
   }
 }
 
+// glibc's inverse functions, as NumPy calls them: C99's branch cuts, the
+// sign of a zero imaginary part choosing the side of a cut (asin(2 - 0j)).
+TEST(HostComplexTest, InverseFunctionsMatchNumpy) {
+  std::vector<Cx> inputs = SpecialInputs();
+  for (Cx c : {Cx(2, -0.0), Cx(0, 2), Cx(0.5, -0.5)}) inputs.push_back(c);
+  const TestArray z = MakeComplex(kC128, inputs);
+  const std::vector<std::pair<std::string, std::vector<Cx>>> cases = {
+      {"asin",
+       {Cx(0.42707858639247614, 1.528570919480998), Cx(-1.4964164836595653, 1.927736115849374),
+        Cx(0.0, 0.0), Cx(1.5707963267948966, kInf), Cx(kNan, kNan), Cx(0.0, -kInf),
+        Cx(-1.5707963267948966, 1.3169578969248166), Cx(1.5707963267948966, -1.3169578969248166),
+        Cx(0.0, 1.4436354751788103), Cx(0.45227844715119064, -0.5306375309525179)}},
+      {"acos",
+       {Cx(1.1437177404024206, -1.528570919480998), Cx(3.067212810454462, -1.927736115849374),
+        Cx(1.5707963267948966, -0.0), Cx(0.0, -kInf), Cx(kNan, kNan), Cx(1.5707963267948966, kInf),
+        Cx(3.141592653589793, -1.3169578969248166), Cx(0.0, 1.3169578969248166),
+        Cx(1.5707963267948966, -1.4436354751788103), Cx(1.118517879643706, 0.5306375309525179)}},
+      {"atan",
+       {Cx(1.3389725222944935, 0.40235947810852507), Cx(-1.2937376899731716, 0.01878818059483616),
+        Cx(0.0, 0.0), Cx(1.5707963267948966, 0.0), Cx(kNan, kNan), Cx(1.5707963267948966, -0.0),
+        Cx(-1.1071487177940904, 0.0), Cx(1.1071487177940904, -0.0),
+        Cx(1.5707963267948966, 0.5493061443340549), Cx(0.5535743588970452, -0.40235947810852507)}},
+      {"asinh",
+       {Cx(1.4693517443681852, 1.0634400235777521), Cx(-1.9679838861733177, 0.0685847167167022),
+        Cx(0.0, 0.0), Cx(kInf, 0.0), Cx(kNan, kNan), Cx(kInf, -1.5707963267948966),
+        Cx(-1.4436354751788103, 0.0), Cx(1.4436354751788103, -0.0),
+        Cx(1.3169578969248166, 1.5707963267948966), Cx(0.5306375309525179, -0.45227844715119064)}},
+      {"acosh",
+       {Cx(1.528570919480998, 1.1437177404024206), Cx(1.927736115849374, 3.067212810454462),
+        Cx(0.0, 1.5707963267948966), Cx(kInf, 0.0), Cx(kNan, kNan), Cx(kInf, -1.5707963267948966),
+        Cx(1.3169578969248166, 3.141592653589793), Cx(1.3169578969248166, -0.0),
+        Cx(1.4436354751788103, 1.5707963267948966), Cx(0.5306375309525179, -1.118517879643706)}},
+      {"atanh",
+       {Cx(0.17328679513998632, 1.1780972450961724), Cx(-0.2921761663721195, 1.548711253172174),
+        Cx(0.0, 0.0), Cx(0.0, 1.5707963267948966), Cx(kNan, kNan), Cx(0.0, -1.5707963267948966),
+        Cx(-0.5493061443340549, 1.5707963267948966), Cx(0.5493061443340549, -1.5707963267948966),
+        Cx(0.0, 1.1071487177940904), Cx(0.40235947810852507, -0.5535743588970452)}},
+  };
+  for (const auto& [op, expected] : cases) {
+    ExpectComplex(Unary(op, z, kC128, kC128), expected, op);
+  }
+  // The side of a cut: the sign of the imaginary part of asin(2 -+ 0j).
+  const TestArray cut = Unary("asin", MakeComplex(kC128, {Cx(2, 0.0), Cx(2, -0.0)}), kC128, kC128);
+  EXPECT_GT(cut.Imag(0), 0);
+  EXPECT_LT(cut.Imag(1), 0);
+  // Real inputs: the real functions (NaN outside the domain, as NumPy).
+  const TestArray x = MakeArray(DType::kFloat64, S({3}), {0.5, 2, -0.25});
+  ExpectReal(Unary("asin", x, DType::kFloat64, DType::kFloat64),
+             {std::asin(0.5), kNan, std::asin(-0.25)}, "asin");
+  ExpectReal(Unary("acosh", x, DType::kFloat64, DType::kFloat64), {kNan, std::acosh(2.0), kNan},
+             "acosh");
+}
+
 TEST(HostComplexTest, RealValuedUnaryOps) {
   const TestArray z = MakeComplex(kC128, SpecialInputs());
   ExpectReal(Unary("abs", z, DType::kFloat64, kC128),

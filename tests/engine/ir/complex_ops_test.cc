@@ -90,8 +90,9 @@ TEST(ComplexPromotionTest, WeakComplexScalarsAreWeak) {
 }
 
 TEST(ComplexOpsTest, ArithmeticAndFloatFunctionsKeepComplex) {
-  for (const char* op : {"neg", "sign", "square", "reciprocal", "conj", "round", "sqrt", "rsqrt",
-                         "exp", "log", "log1p", "expm1", "sin", "cos", "tanh"}) {
+  for (const char* op : {"neg",   "sign", "square", "reciprocal", "conj",  "round", "sqrt",
+                         "rsqrt", "exp",  "log",    "log1p",      "expm1", "sin",   "cos",
+                         "tanh",  "asin", "acos",   "atan",       "asinh", "acosh", "atanh"}) {
     EXPECT_THAT(Infer(op, {T(kC64, {3})}), IsOkAndHolds(HasDTypes(kC64, kC64))) << op;
     EXPECT_THAT(Infer(op, {T(kC128, {3})}), IsOkAndHolds(HasDTypes(kC128, kC128))) << op;
   }

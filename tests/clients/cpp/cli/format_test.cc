@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -121,6 +122,24 @@ TEST(FormatTest, ServerInfoNamesTheEssentials) {
   EXPECT_THAT(text, HasSubstr("chunk 4 MiB"));
   EXPECT_THAT(text, HasSubstr("dtypes:    bfloat16\n"));
   EXPECT_THAT(text, HasSubstr("ops (1): add\n"));
+  EXPECT_THAT(text, Not(HasSubstr("devices:")));  // one device: nothing more to say
+}
+
+TEST(FormatTest, ServerInfoListsSeveralDevices) {
+  v1::ServerInfo info;
+  info.set_backend("cuda");
+  for (int id : {0, 3}) {
+    v1::DeviceInfo* device = info.add_devices();
+    device->set_id(id);
+    device->set_description(absl::StrCat("GPU ", id));
+    device->set_healthy(id == 0);
+    device->set_sessions(id + 1);
+    device->set_bytes_held(int64_t{2} << 20);
+  }
+  const std::string text = FormatServerInfo(info);
+  EXPECT_THAT(text, HasSubstr("devices:   2\n"
+                              "  0: GPU 0, healthy, 1 session(s) holding 2 MiB\n"
+                              "  3: GPU 3, UNHEALTHY, 4 session(s) holding 2 MiB\n"));
 }
 
 }  // namespace

@@ -1,0 +1,274 @@
+"""numpy.histogram, histogram_bin_edges and digitize on the server's
+histogram and searchsorted ops.
+
+    h, edges = gf.histogram(x, bins=256, range=(0.0, 1.0))   # lazy, no round trip
+    h, edges = gf.histogram(x, bins=10)        # one Execute learns x.min(), x.max()
+    i = gf.digitize(x, [0.0, 0.5, 1.0])
+
+The edges are computed here with NumPy 2's arithmetic (numpy.linspace in
+the dtypes numpy.histogram picks under NEP 50), so they equal NumPy's bit
+for bit; the server then bins each value with NumPy's own formula for
+equal bins (its dtypes, its corrections by the edges) or by binary search
+for given edges. Without ``range`` the data's minimum and maximum come
+back in one Execute first (as numpy and CuPy read them).
+"""
+
+import operator
+import warnings
+
+import numpy as np
+
+from gpuflow import _inference
+
+_Type = _inference.Type
+
+
+def _ra():
+    from gpuflow import remote_array
+
+    return remote_array
+
+
+def _host(x):
+    """A host numpy array of ``x`` (downloading a RemoteArray)."""
+    return x.get() if isinstance(x, _ra().RemoteArray) else np.asarray(x)
+
+
+# ---- NumPy 2 scalar arithmetic: a Python number is weak, a numpy scalar strong ----
+
+def _type_of(v):
+    if isinstance(v, np.generic):
+        return _Type(v.dtype.name, ())
+    return _Type.weak_scalar(v)
+
+
+def _result_type(*values):
+    """numpy.result_type of arrays (dtype names), numpy scalars and Python
+    numbers under NEP 50."""
+    return _inference.promote_types(
+        [_Type(v, ()) if isinstance(v, str) else _type_of(v) for v in values])
+
+
+def _scalar_minus(v, d):
+    """``v - d`` (d a Python float) as NumPy 2 computes it."""
+    if not isinstance(v, np.generic):
+        return v - d
+    dtype = _result_type(v, d)
+    return np.subtract(np.asarray(v, dtype), np.asarray(d, dtype), dtype=dtype)[()]
+
+
+def _unsigned_subtract(a, b):
+    """numpy.lib._histograms_impl._unsigned_subtract of two scalars: the
+    difference in their result type, integers in its unsigned counterpart
+    (so it cannot overflow). Returns a numpy scalar."""
+    dt = np.dtype(_result_type(a, b))
+    if dt.kind in "iu":
+        udt = np.dtype(f"uint{dt.itemsize * 8}")
+        mod = 1 << (dt.itemsize * 8)
+        return udt.type((int(a) - int(b)) % mod)
+    with np.errstate(all="ignore"):
+        return np.subtract(np.asarray(a).astype(dt), np.asarray(b).astype(dt), dtype=dt)[()]
+
+
+def _linspace(start, stop, num, dtype):
+    """numpy.linspace(start, stop, num, endpoint=True, dtype=dtype) as NumPy
+    2 computes it: in the inexact result type of start and stop, then cast."""
+    dt = np.dtype(_inference.promote_types([_type_of(start), _type_of(stop),
+                                            _Type("float64", (), True)]))
+    s = np.asarray(start).astype(dt)
+    e = np.asarray(stop).astype(dt)
+    div = num - 1
+    with np.errstate(all="ignore"):
+        delta = np.subtract(e, s, dtype=dt)
+        y = np.arange(0, num, dtype=dt)
+        if div > 0:
+            d = np.asarray(div).astype(dt)
+            step = np.divide(delta, d, dtype=dt)
+            if step == 0:
+                y = np.multiply(np.divide(y, d, dtype=dt), delta, dtype=dt)
+            else:
+                y = np.multiply(y, step, dtype=dt)
+        else:
+            y = np.multiply(y, delta, dtype=dt)
+        y = np.add(y, s, dtype=dt)
+    if num > 1:
+        y[-1] = e
+    return y.astype(dtype, copy=False)
+
+
+# ---- numpy.lib._histograms_impl, on a RemoteArray ------------------------------------
+
+def _ravel_and_check_weights(a, weights):
+    ra = _ra()
+    session = weights.session if isinstance(weights, ra.RemoteArray) else None
+    a = a if isinstance(a, ra.RemoteArray) else ra.asarray(a, session=session)
+    if a._expr.dtype == "bool":
+        warnings.warn(f"Converting input from {a.dtype} to {np.dtype(np.uint8)} for "
+                      "compatibility.", RuntimeWarning, stacklevel=3)
+        a = a.astype("uint8")
+    if weights is not None:
+        weights = weights if isinstance(weights, ra.RemoteArray) else \
+            ra.asarray(weights, session=a.session)
+        if weights.shape != a.shape:
+            raise ValueError("weights should have the same shape as a.")
+        if _inference.is_complex(weights._expr.dtype):
+            raise NotImplementedError("gpuflow.histogram does not take complex weights yet")
+        weights = weights.reshape(-1)
+    if _inference.is_complex(a._expr.dtype):
+        raise NotImplementedError("gpuflow.histogram of complex values is not supported yet")
+    return a.reshape(-1), weights
+
+
+def _get_outer_edges(a, range):
+    if range is not None:
+        first_edge, last_edge = range
+        if first_edge > last_edge:
+            raise ValueError("max must be larger than min in range parameter.")
+        if not (np.isfinite(first_edge) and np.isfinite(last_edge)):
+            raise ValueError(f"supplied range of [{first_edge}, {last_edge}] is not finite")
+    elif a.size == 0:
+        first_edge, last_edge = 0, 1
+    else:
+        from gpuflow import _select
+
+        first_edge, last_edge = (x[()] for x in _select.evaluate_keeping([a.min(), a.max()], a))
+        if not (np.isfinite(first_edge) and np.isfinite(last_edge)):
+            raise ValueError(f"autodetected range of [{first_edge}, {last_edge}] is not finite")
+    if first_edge == last_edge:
+        first_edge = _scalar_minus(first_edge, 0.5)
+        last_edge = _scalar_minus(last_edge, -0.5)
+    return first_edge, last_edge
+
+
+def _get_bin_edges(a, bins, range):
+    """(edges as a host array, (first_edge, last_edge, n) for equal bins or
+    None)."""
+    if isinstance(bins, str):
+        raise NotImplementedError("gpuflow.histogram does not take bin estimators (a string "
+                                  "bins) yet")
+    if np.ndim(bins) == 0:
+        try:
+            n = operator.index(bins)
+        except TypeError as e:
+            raise TypeError("`bins` must be an integer, a string, or an array") from e
+        if n < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+        first_edge, last_edge = _get_outer_edges(a, range)
+        bin_type = _result_type(first_edge, last_edge, a._expr.dtype)
+        if _inference.kind(bin_type) in "iu":
+            bin_type = _inference.promote_types([_Type(bin_type, ()),
+                                                 _Type("float64", (), True)])
+        edges = _linspace(first_edge, last_edge, n + 1, bin_type)
+        if np.any(edges[:-1] >= edges[1:]):
+            raise ValueError(f"Too many bins for data range. Cannot create {n} finite-sized "
+                             "bins.")
+        return edges, (first_edge, last_edge, n)
+    if np.ndim(bins) == 1:
+        edges = _host(bins)
+        if np.any(edges[:-1] > edges[1:]):
+            raise ValueError("`bins` must increase monotonically, when an array")
+        return edges, None
+    raise ValueError("`bins` must be 1d, when an array")
+
+
+def _counts(a, weights, edges, uniform):
+    """The histogram node: int64 counts or the weights' dtype."""
+    from gpuflow import functions
+
+    ra = _ra()
+    ntype = "int64" if weights is None else weights._expr.dtype
+    if edges.dtype.kind == "c":
+        raise NotImplementedError("gpuflow.histogram does not take complex bin edges")
+    if edges.size == 0:
+        return functions.zeros(0, ntype, session=a.session)
+    if weights is not None and ntype == "bool" and uniform is None:
+        raise _inference.UFuncTypeError(
+            "Cannot cast ufunc 'add' output from dtype('int64') to dtype('bool') with casting "
+            "rule 'same_kind'")
+    operands = (a, edges) if weights is None else (a, edges, weights)
+    if uniform is None:
+        return ra.apply("histogram", operands, session=a.session)
+    first_edge, last_edge, n = uniform
+    norm_denom = _unsigned_subtract(last_edge, first_edge)
+    sub_dtype = _result_type(edges.dtype.name, first_edge)
+    div_dtype = _inference.promote_types([_Type(sub_dtype, ()),
+                                          _Type(norm_denom.dtype.name, ())])
+    attrs = {"uniform": True, "first_edge": float(first_edge),
+             "norm_denom": float(norm_denom), "sub_dtype": sub_dtype, "div_dtype": div_dtype}
+    return ra.apply("histogram", operands, attrs, session=a.session)
+
+
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """numpy.histogram: (hist, bin_edges) as RemoteArrays; NumPy's edges,
+    bins and sums (see docs/ops.md, histogram)."""
+    a, weights = _ravel_and_check_weights(a, weights)
+    edges, uniform = _get_bin_edges(a, bins, range)
+    n = _counts(a, weights, edges, uniform)
+    bin_edges = _ra().asarray(edges, session=a.session)
+    if density:
+        db = np.array(np.diff(edges), float)
+        return n / db / n.sum(), bin_edges
+    return n, bin_edges
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """numpy.histogram_bin_edges: the edges numpy.histogram would use."""
+    a, weights = _ravel_and_check_weights(a, weights)
+    edges, _ = _get_bin_edges(a, bins, range)
+    return _ra().asarray(edges, session=a.session)
+
+
+def _monotonicity(bins):
+    """numpy's check_array_monotonic: 1 non-decreasing, -1 non-increasing,
+    0 neither (compared as float64, so NaN breaks an increasing run)."""
+    b = np.asarray(bins, dtype=np.float64)
+    if b.size == 0:
+        return 1
+    last = b[0]
+    i = 1
+    while i < b.size and b[i] == last:
+        i += 1
+    if i == b.size:
+        return 1
+    nxt = b[i]
+    if last < nxt:
+        for j in range(i + 1, b.size):
+            last, nxt = nxt, b[j]
+            if last > nxt:
+                return 0
+        return 1
+    for j in range(i + 1, b.size):
+        last, nxt = nxt, b[j]
+        if last < nxt:
+            return 0
+    return -1
+
+
+def digitize(x, bins, right=False):
+    """numpy.digitize: the index of the bin of each value of ``x`` (int64,
+    x's shape), through searchsorted."""
+    from gpuflow import _sorting
+
+    ra = _ra()
+    session = x.session if isinstance(x, ra.RemoteArray) else \
+        (bins.session if isinstance(bins, ra.RemoteArray) else None)
+    if not isinstance(x, ra.RemoteArray):
+        x = ra.asarray(x, session=session)
+    if _inference.is_complex(x._expr.dtype):
+        raise TypeError("x may not be complex")
+    host = _host(bins)
+    if host.ndim > 1:
+        raise ValueError("object too deep for desired array")
+    if host.ndim == 0:
+        raise ValueError("object of too small depth for desired array")
+    mono = _monotonicity(host)
+    if mono == 0:
+        raise ValueError("bins must be monotonically increasing or decreasing")
+    side = "left" if right else "right"
+    b = bins if isinstance(bins, ra.RemoteArray) else ra.asarray(host, session=x.session)
+    if mono == -1:
+        return len(host) - _sorting.searchsorted(b[::-1], x, side=side)
+    return _sorting.searchsorted(b, x, side=side)
+
+
+__all__ = ["digitize", "histogram", "histogram_bin_edges"]

@@ -1,0 +1,188 @@
+"""histogram, histogram_bin_edges and digitize against NumPy 2, through the
+real server (GPUFLOW_TEST_BACKEND=cuda runs it unchanged): equal bins with
+and without range, given edges, every dtype, NaN, weights, density, empty
+and 0-d inputs, NumPy's errors."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import gpuflow as gf
+from numpy_check import check_all
+from numpy2_histogram import histogram as np_histogram
+from numpy2_histogram import histogram_bin_edges as np_histogram_bin_edges
+
+if hasattr(np, "_set_promotion_state"):
+    np._set_promotion_state("weak")
+
+REAL = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+        "float32", "float64"]
+RNG = np.random.default_rng(19)
+
+
+def _data(dtype, n):
+    if np.dtype(dtype).kind == "f":
+        return (RNG.standard_normal(n) * 10).astype(dtype)
+    if np.dtype(dtype).kind == "u":
+        return RNG.integers(0, 100, n).astype(dtype)
+    return RNG.integers(-50, 50, n).astype(dtype)
+
+
+def _same(got, want):
+    """(hist, edges) pairs equal bit for bit, dtypes included."""
+    h, e = got
+    wh, we = want
+    check_all([(h, wh), (e, we)], exact=True)
+
+
+@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("n", [1, 7, 1023, 65536 + 5])
+def test_equal_bins_without_range_match_numpy(session, dtype, n):
+    host = _data(dtype, n)
+    x = session.asarray(host)
+    for bins in (1, 10, 256):
+        _same(gf.histogram(x, bins=bins), np_histogram(host, bins=bins))
+
+
+@pytest.mark.parametrize("dtype", REAL)
+def test_equal_bins_with_a_range_match_numpy(session, dtype):
+    host = _data(dtype, 2049)
+    x = session.asarray(host)
+    for rng in [(-7, 13), (-7.5, 13.25), (0.1, 0.7), (np.float32(-3), np.float32(9)),
+                (np.float64(0.1), 20.0), (5, 5)]:
+        _same(gf.histogram(x, bins=7, range=rng), np_histogram(host, bins=7, range=rng))
+
+
+def test_values_on_the_edges_take_numpys_bins(session):
+    # Values at and around every edge, where NumPy's formula is corrected.
+    for lo, hi, n in [(0.1, 0.7, 7), (-1.0, 1.0, 10), (0.0, 1.0, 3), (1e-3, 1e3, 99)]:
+        edges = np.linspace(lo, hi, n + 1)
+        host = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
+        for dtype in ("float64", "float32", "float16"):
+            h = host.astype(dtype)
+            _same(gf.histogram(session.asarray(h), n, range=(lo, hi)),
+                  np_histogram(h, n, range=(lo, hi)))
+
+
+@pytest.mark.parametrize("dtype", REAL)
+def test_given_edges_match_numpy(session, dtype):
+    host = _data(dtype, 3001)
+    x = session.asarray(host)
+    for edges in ([-20, -3, 0, 0, 5, 40], np.array([-2.5, 0.5, 1.5, 99.0]),
+                  np.array([0, 10], dtype=np.uint8), np.array([-1e30, 1e30]), [3.0]):
+        got = gf.histogram(x, bins=edges)
+        want = np_histogram(host, bins=edges)
+        _same(got, want)
+
+
+def test_nan_is_not_counted_unless_an_edge_is_nan(session):
+    host = np.array([0.5, np.nan, 1.5, np.nan, 2.0, -np.inf, np.inf], dtype=np.float32)
+    x = session.asarray(host)
+    _same(gf.histogram(x, bins=[0, 1, 2]), np_histogram(host, bins=[0, 1, 2]))
+    _same(gf.histogram(x, bins=3, range=(0, 2)), np_histogram(host, bins=3, range=(0, 2)))
+    _same(gf.histogram(x, bins=[0, 1, np.nan]), np_histogram(host, bins=[0, 1, np.nan]))
+    with pytest.raises(ValueError, match=r"autodetected range of \[nan, nan\] is not finite"):
+        gf.histogram(x)
+
+
+@pytest.mark.parametrize("wdtype", ["bool", "int8", "uint8", "int64", "uint64", "float16",
+                                    "float32", "float64"])
+def test_weights_sum_as_numpy_sums_them(session, wdtype):
+    n = 2 * 65536 + 77
+    host = RNG.standard_normal(n).astype(np.float32)
+    w = (RNG.random(n) * 4).astype(wdtype) if wdtype != "bool" else RNG.random(n) > 0.5
+    x, wx = session.asarray(host), session.asarray(w)
+    got = gf.histogram(x, bins=13, weights=wx)
+    want = np_histogram(host, bins=13, weights=w)
+    # float64 weights are summed by atomics on the CUDA backend: the last bits.
+    if wdtype == "float64":
+        check_all([(got[0], want[0])], rtol=1e-12)
+    else:
+        _same(got, want)
+    if wdtype == "bool":
+        with pytest.raises(TypeError, match=r"to dtype\('bool'\) with casting rule"):
+            gf.histogram(x, bins=[-1.0, 0.0, 1.0], weights=wx)
+        return
+    got = gf.histogram(x, bins=[-3.0, -1.0, 0.0, 0.5, 2.0], weights=wx)
+    want = np_histogram(host, bins=[-3.0, -1.0, 0.0, 0.5, 2.0], weights=w)
+    if wdtype.startswith("float"):
+        check_all([(got[0], want[0])], rtol={"float16": 1e-2, "float32": 1e-5,
+                                             "float64": 1e-12}[wdtype])
+    else:
+        _same(got, want)
+
+
+def test_density_matches_numpy(session):
+    host = _data("float32", 4097)
+    x = session.asarray(host)
+    w = RNG.random(4097)
+    for kw in ({}, {"weights": w}):
+        got = gf.histogram(x, bins=9, density=True, **{k: session.asarray(v) for k, v in
+                                                      kw.items()})
+        want = np_histogram(host, bins=9, density=True, **kw)
+        check_all([(got[0], want[0]), (got[1], want[1])], rtol=1e-12)
+    got = gf.histogram(x, bins=[-30, 0, 1, 30], density=True)
+    check_all([(got[0], np_histogram(host, bins=[-30, 0, 1, 30], density=True)[0])],
+              rtol=1e-12)
+
+
+def test_empty_0d_and_bool_inputs(session):
+    for host in (np.zeros(0, np.float32), np.float64(2.5), np.array([[1, 2], [3, 4]], np.int16)):
+        x = session.asarray(np.asarray(host))
+        _same(gf.histogram(x), np_histogram(host))
+        _same(gf.histogram(x, bins=[0, 1, 5]), np_histogram(host, bins=[0, 1, 5]))
+    b = np.array([True, False, True])
+    with pytest.warns(RuntimeWarning, match="Converting input from bool to uint8"):
+        got = gf.histogram(session.asarray(b), bins=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _same(got, np_histogram(b, bins=3))
+    got = gf.histogram(session.asarray(np.arange(5.0)), bins=np.array([], np.float64))
+    check_all([(got[0], np.zeros(0, np.int64))])
+
+
+def test_numpys_errors(session):
+    x = session.asarray(np.arange(10.0))
+    with pytest.raises(ValueError, match="`bins` must be positive, when an integer"):
+        gf.histogram(x, bins=0)
+    with pytest.raises(TypeError, match="`bins` must be an integer, a string, or an array"):
+        gf.histogram(x, bins=2.5)
+    with pytest.raises(ValueError, match="`bins` must increase monotonically, when an array"):
+        gf.histogram(x, bins=[0, 2, 1])
+    with pytest.raises(ValueError, match="`bins` must be 1d, when an array"):
+        gf.histogram(x, bins=[[0, 1]])
+    with pytest.raises(ValueError, match="max must be larger than min in range parameter."):
+        gf.histogram(x, range=(2, 1))
+    with pytest.raises(ValueError, match=r"supplied range of \[nan, 1\] is not finite"):
+        gf.histogram(x, range=(np.nan, 1))
+    with pytest.raises(ValueError, match=r"supplied range of \[0, inf\] is not finite"):
+        gf.histogram(x, range=(0, np.inf))
+    with pytest.raises(ValueError, match="weights should have the same shape as a."):
+        gf.histogram(x, weights=np.ones(3))
+    with pytest.raises(ValueError, match="Too many bins for data range. Cannot create 4 "
+                                         "finite-sized bins."):
+        gf.histogram(session.asarray(np.float32([1.0, np.nextafter(np.float32(1), 2)])), 4)
+    with pytest.raises(ValueError, match="Too many bins for data range"):
+        gf.histogram(x, 4, range=(-1e308, 1e308))
+
+
+def test_histogram_bin_edges_match_numpy(session):
+    host = _data("float16", 101)
+    x = session.asarray(host)
+    for kw in ({}, {"bins": 5, "range": (-1, 1)}, {"bins": [0.0, 1.0, 3.0]}):
+        check_all([(gf.histogram_bin_edges(x, **kw), np_histogram_bin_edges(host, **kw))],
+                  exact=True)
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint8", "float32", "float64"])
+def test_digitize_matches_numpy(session, dtype):
+    host = _data(dtype, 257).reshape(1, 257)
+    x = session.asarray(host)
+    for bins in ([-10, 0, 0, 10, 50], [50.5, 10, 0, -10], np.array([3.0])):
+        for right in (False, True):
+            check_all([(gf.digitize(x, bins, right=right), np.digitize(host, bins, right=right))])
+    with pytest.raises(ValueError, match="bins must be monotonically increasing or decreasing"):
+        gf.digitize(x, [0, 2, 1])
+    with pytest.raises(TypeError, match="x may not be complex"):
+        gf.digitize(session.asarray(np.ones(2, np.complex64)), [0, 1])
