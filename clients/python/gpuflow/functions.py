@@ -544,3 +544,9 @@ from gpuflow import _histogram  # noqa: E402
 from gpuflow._histogram import *  # noqa: E402,F401,F403
 
 __all__ = sorted(__all__ + _histogram.__all__)
+
+# einsum, einsum_path (gpuflow._einsum).
+from gpuflow import _einsum  # noqa: E402
+from gpuflow._einsum import *  # noqa: E402,F401,F403
+
+__all__ = sorted(__all__ + _einsum.__all__)
