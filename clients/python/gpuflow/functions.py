@@ -550,3 +550,10 @@ from gpuflow import _einsum  # noqa: E402
 from gpuflow._einsum import *  # noqa: E402,F401,F403
 
 __all__ = sorted(__all__ + _einsum.__all__)
+
+# tril_indices, unravel_index, ravel_multi_index, ix_, fill_diagonal, copyto ...
+# (gpuflow._index_helpers).
+from gpuflow import _index_helpers  # noqa: E402
+from gpuflow._index_helpers import *  # noqa: E402,F401,F403
+
+__all__ = sorted(__all__ + _index_helpers.__all__)

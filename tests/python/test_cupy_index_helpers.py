@@ -1,0 +1,298 @@
+"""NumPy's index helpers (gpuflow._index_helpers) and the misc functions of
+gpuflow._numpy_misc against NumPy, through the real server: dtypes, shapes,
+values, NumPy 2's errors and messages, empty arrays, 0-d inputs."""
+
+import numpy as np
+import pytest
+
+import gpuflow as gf
+import numpy_check
+
+if hasattr(np, "_set_promotion_state"):
+    np._set_promotion_state("weak")
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def check_all(pairs, rtol=None):
+    numpy_check.check_all(pairs, rtol=rtol, atol=1e-12)
+
+
+def r(session, a):
+    return session.asarray(np.asarray(a))
+
+
+def pairs_of(got, expected):
+    assert isinstance(got, tuple) and len(got) == len(expected)
+    return list(zip(got, expected))
+
+
+# ---- triangles and diagonals ------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,k,m", [(4, 0, None), (3, 1, 4), (5, -2, 3), (1, 0, None),
+                                   (0, 0, None), (3, 10, 2), (3, -10, 5), (-1, 0, None),
+                                   (6, 2, 7)])
+def test_tril_and_triu_indices(session, n, k, m):
+    pairs = pairs_of(gf.tril_indices(n, k, m, session=session), np.tril_indices(n, k, m))
+    pairs += pairs_of(gf.triu_indices(n, k, m, session=session), np.triu_indices(n, k, m))
+    check_all(pairs)
+
+
+def test_indices_from_arrays(session):
+    m_np = np.arange(15, dtype=np.float32).reshape(3, 5)
+    m = r(session, m_np)
+    sq_np = np.zeros((4, 4, 4), np.int8)
+    rows, cols = gf.triu_indices_from(m, 1)
+    check_all(pairs_of(gf.tril_indices_from(m, -1), np.tril_indices_from(m_np, -1))
+              + pairs_of((rows, cols), np.triu_indices_from(m_np, 1))
+              + pairs_of(gf.tril_indices_from(m_np), np.tril_indices_from(m_np))
+              + pairs_of(gf.diag_indices_from(r(session, sq_np)), np.diag_indices_from(sq_np))
+              + pairs_of(gf.diag_indices(3, 3, session=session), np.diag_indices(3, 3))
+              + pairs_of(gf.diag_indices(0, session=session), np.diag_indices(0))
+              + [(m[rows, cols], m_np[np.triu_indices_from(m_np, 1)])])
+    for f in (gf.tril_indices_from, gf.triu_indices_from):
+        with pytest.raises(ValueError, match="input array must be 2-d"):
+            f(r(session, np.zeros(3)))
+    with pytest.raises(ValueError, match="input array must be at least 2-d"):
+        gf.diag_indices_from(r(session, np.zeros(3)))
+    with pytest.raises(ValueError, match="All dimensions of input must be of equal length"):
+        gf.diag_indices_from(m)
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.float64, np.bool_, np.complex64])
+def test_diagflat(session, dtype):
+    v_np = (np.arange(1, 7) % 3).astype(dtype).reshape(2, 3)
+    v = r(session, v_np)
+    check_all([(gf.diagflat(v), np.diagflat(v_np)), (gf.diagflat(v, 2), np.diagflat(v_np, 2)),
+               (gf.diagflat(v, -3), np.diagflat(v_np, -3)),
+               (gf.diagflat(r(session, np.zeros(0, dtype)), 1), np.diagflat(np.zeros(0, dtype), 1)),
+               (gf.diagflat(r(session, np.array(5, dtype))), np.diagflat(np.array(5, dtype)))])
+
+
+# ---- flat and multi-dimensional indices -------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int8, np.uint16, np.int32])
+def test_unravel_index(session, dtype):
+    flat_np = np.array([[0, 7, 13], [14, 3, 5]], dtype)
+    flat = r(session, flat_np)
+    pairs = []
+    for shape in ((3, 5), (15,), (1, 3, 5), (5, 3, 1)):
+        for order in ("C", "F"):
+            pairs += pairs_of(gf.unravel_index(flat, shape, order),
+                              np.unravel_index(flat_np, shape, order))
+            pairs += pairs_of(gf.unravel_index(flat_np, shape, order),
+                              np.unravel_index(flat_np, shape, order))
+    pairs += pairs_of(gf.unravel_index(r(session, np.array(9, dtype)), (2, 7)),
+                      [np.asarray(v) for v in np.unravel_index(np.array(9, dtype), (2, 7))])
+    pairs += pairs_of(gf.unravel_index(np.zeros(0, dtype), (3, 0)),
+                      np.unravel_index(np.zeros(0, dtype), (3, 0)))
+    pairs += pairs_of(gf.unravel_index(r(session, [True, False]), 4),
+                      np.unravel_index(np.array([True, False]), 4))
+    check_all(pairs)
+    assert gf.unravel_index(0, ()) == ()
+
+
+def test_unravel_index_errors(session):
+    for indices in ([1, 15], r(session, [3, 15, -1])):
+        with pytest.raises(ValueError, match="index 15 is out of bounds for array with size 15"):
+            gf.unravel_index(indices, (3, 5))
+    with pytest.raises(ValueError, match="index -1 is out of bounds for array with size 6"):
+        gf.unravel_index(r(session, np.array([2, -1, 9])), (2, 3))
+    with pytest.raises(ValueError, match="index 0 is out of bounds for array with size 0"):
+        gf.unravel_index([0], (2, 0))
+    with pytest.raises(TypeError, match="only int indices permitted"):
+        gf.unravel_index([1.0], (2, 3))
+    with pytest.raises(TypeError, match="only int indices permitted"):
+        gf.unravel_index(r(session, np.array([1.0])), (2, 3))
+    with pytest.raises(TypeError, match="indices must be integral"):
+        gf.unravel_index([], (2, 3))
+    with pytest.raises(ValueError, match="order must be one of 'C', 'F', 'A', or 'K'"):
+        gf.unravel_index(1, (2, 3), order="X")
+    with pytest.raises(ValueError, match="only 'C' or 'F' order is permitted"):
+        gf.unravel_index(1, (2, 3), order="A")
+    with pytest.raises(ValueError, match="multiple indices are not supported for 0d arrays"):
+        gf.unravel_index([0], ())
+
+
+def test_ravel_multi_index(session):
+    i_np, j_np = np.array([[0, 2], [1, 2]], np.int32), np.array([4, -1], np.int16)
+    i, j = r(session, i_np), r(session, j_np)
+    pairs = []
+    for order in ("C", "F"):
+        for mode in ("wrap", "clip", ("clip", "wrap"), ("wrap", "clip")):
+            pairs.append((gf.ravel_multi_index((i, j), (3, 4), mode, order),
+                          np.ravel_multi_index((i_np, j_np), (3, 4), mode, order)))
+            pairs.append((gf.ravel_multi_index((i_np, j), (3, 4), mode, order),
+                          np.ravel_multi_index((i_np, j_np), (3, 4), mode, order)))
+        ok = (np.array([0, 2, 1], np.uint8), np.array([3, 0, 1], np.int64),
+              np.array([1], np.int8))
+        pairs.append((gf.ravel_multi_index(tuple(r(session, c) for c in ok), (3, 4, 2),
+                                           order=order),
+                      np.ravel_multi_index(ok, (3, 4, 2), order=order)))
+        pairs.append((gf.ravel_multi_index(ok, (3, 4, 2), order=order),
+                      np.ravel_multi_index(ok, (3, 4, 2), order=order)))
+    stacked = np.array([[1, 2], [0, 3]])
+    pairs.append((gf.ravel_multi_index(r(session, stacked), (3, 4)),
+                  np.ravel_multi_index(stacked, (3, 4))))
+    pairs.append((gf.ravel_multi_index((1, 2), (3, 4)),
+                  np.asarray(np.ravel_multi_index((1, 2), (3, 4)))))
+    pairs.append((gf.ravel_multi_index(([5],), 7), np.ravel_multi_index(([5],), 7)))
+    empty = (np.zeros(0, np.int64),) * 2
+    pairs.append((gf.ravel_multi_index(empty, (3, 0)), np.ravel_multi_index(empty, (3, 0))))
+    check_all(pairs)
+
+
+def test_ravel_multi_index_errors(session):
+    for coords in (([1, 3], [0, 3]), ([1, -1], [0, 3]),
+                   (r(session, [1, 3]), r(session, [0, 3])), (r(session, [1, -1]), [0, 3])):
+        with pytest.raises(ValueError, match="invalid entry in coordinates array"):
+            gf.ravel_multi_index(coords, (3, 4))
+    with pytest.raises(ValueError, match="clipmode must be one of 'clip', 'raise', or 'wrap'"):
+        gf.ravel_multi_index(([1], [2]), (3, 4), mode="x")
+    with pytest.raises(ValueError, match=r"list of clipmodes has wrong length \(1 instead of 2\)"):
+        gf.ravel_multi_index(([1], [2]), (3, 4), mode=("clip",))
+    with pytest.raises(ValueError, match="parameter multi_index must be a sequence of length 2"):
+        gf.ravel_multi_index(([1, 2],), (3, 4))
+    with pytest.raises(TypeError, match="only int indices permitted"):
+        gf.ravel_multi_index(([1.0, 2], [0, 1]), (3, 4))
+    with pytest.raises(TypeError, match="indices must be integral"):
+        gf.ravel_multi_index(([], []), (3, 4))
+    with pytest.raises(ValueError, match=r"operands could not be broadcast together with shapes "
+                                         r"\(2,\) \(3,\)"):
+        gf.ravel_multi_index(([1, 2], [1, 2, 3]), (3, 4))
+    with pytest.raises(ValueError, match="invalid dims: array size defined by dims is larger"):
+        gf.ravel_multi_index(([1], [2]), (2**40, 2**40))
+    with pytest.raises(ValueError, match="cannot unravel if shape has zero entries"):
+        gf.ravel_multi_index(([0], [0]), (3, 0), mode="wrap")
+    with pytest.raises(ValueError, match="only 'C' or 'F' order is permitted"):
+        gf.ravel_multi_index(([1], [2]), (3, 4), order="K")
+
+
+def test_ix(session):
+    x_np = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    x = r(session, x_np)
+    mask_np = np.array([True, False, True, True])
+    got = gf.ix_([0, 2], r(session, mask_np), np.array([4, 1], np.int16))
+    expected = np.ix_([0, 2], mask_np, np.array([4, 1], np.int16))
+    odd = gf.ix_([], [True, False, True], np.array([1.5]))
+    check_all(pairs_of(got, expected) + [(x[got], x_np[expected])]
+              + pairs_of(odd, np.ix_([], [True, False, True], np.array([1.5])))
+              + pairs_of(gf.ix_(r(session, np.zeros(0, bool))), np.ix_(np.zeros(0, bool))))
+    assert gf.ix_() == ()
+    with pytest.raises(ValueError, match="Cross index must be 1 dimensional"):
+        gf.ix_([[1]])
+    with pytest.raises(ValueError, match="Cross index must be 1 dimensional"):
+        gf.ix_(r(session, np.array(3)))
+
+
+# ---- writes -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape,val,wrap", [((4, 4), 7, False), ((5, 3), 1.5, False),
+                                            ((7, 3), [1, 2, 3, 4], True), ((2, 5), 9, False),
+                                            ((3, 3, 3), [5, 6], False), ((0, 3), 1, False),
+                                            ((3, 3), [], False), ((6, 2), -1, True)])
+@pytest.mark.parametrize("dtype", [np.int32, np.float64, np.uint8])
+def test_fill_diagonal(session, shape, val, wrap, dtype):
+    a_np = np.arange(int(np.prod(shape))).astype(dtype).reshape(shape)
+    a = r(session, a_np)
+    before = a
+    with np.errstate(all="ignore"):
+        np.fill_diagonal(a_np, np.asarray(val).astype(dtype) if dtype == np.uint8 else val,
+                         wrap=wrap)
+    gf.fill_diagonal(a, np.asarray(val).astype(dtype) if dtype == np.uint8 else val, wrap=wrap)
+    assert a is before
+    check_all([(a, a_np)])
+
+
+def test_fill_diagonal_errors(session):
+    with pytest.raises(ValueError, match="array must be at least 2-d"):
+        gf.fill_diagonal(r(session, np.zeros(3)), 1)
+    with pytest.raises(ValueError, match="All dimensions of input must be of equal length"):
+        gf.fill_diagonal(r(session, np.zeros((2, 3, 2))), 1)
+    with pytest.raises(TypeError):
+        gf.fill_diagonal(np.zeros((2, 2)), 1)
+
+
+def test_copyto(session):
+    base = np.arange(6, dtype=np.int32).reshape(2, 3)
+    cases = [
+        (10, {}), (-3, {"where": base % 2 == 0}), (np.array([7, 8, 9], np.int16), {}),
+        (np.array([[1], [2]], np.int8), {"where": [True, False, True]}),
+        (np.zeros((1, 2, 3), np.int64), {"casting": "unsafe"}),
+        (np.array([1.5, -2.5, 3.9]), {"casting": "unsafe"}), (2.7, {"casting": "unsafe"}),
+        (np.array(4, np.int32), {"casting": "no"}), (5, {"casting": "no"}),
+        (np.array([True, False, True]), {"casting": "safe"}),
+        (np.arange(6, dtype=np.uint8).reshape(2, 3) * 9, {"where": np.array([[True], [False]])}),
+        (np.array([1, 2, 3], np.uint16), {"where": [1, 0, 2]}),
+    ]
+    pairs = []
+    for src, kwargs in cases:
+        dst_np = base.copy()
+        # NumPy 2 (NEP 50): a Python int takes dst's dtype before the casting check.
+        np.copyto(dst_np, np.int32(src) if type(src) is int else src, **kwargs)
+        for remote_src in (False, True):
+            dst = r(session, base)
+            before = dst
+            s = r(session, src) if remote_src and isinstance(src, np.ndarray) else src
+            if remote_src and "where" in kwargs and not isinstance(kwargs["where"], list):
+                kwargs = dict(kwargs, where=r(session, kwargs["where"]))
+            gf.copyto(dst, s, **kwargs)
+            assert dst is before and dst.dtype == np.int32
+            pairs.append((dst, dst_np))
+    f_np = np.zeros(4, np.float32)
+    f = r(session, f_np)
+    np.copyto(f_np, 1e-3)
+    gf.copyto(f, 1e-3)
+    c_np = np.zeros(3, np.complex128)
+    c = r(session, c_np)
+    np.copyto(c_np, np.array([1, 2, 3], np.float32))
+    gf.copyto(c, np.array([1, 2, 3], np.float32))
+    src = r(session, np.arange(3.0))
+    e = r(session, np.zeros(3))
+    gf.copyto(e, src)
+    check_all([(e, np.arange(3.0))])
+    gf.copyto(e, 5.0, where=[True, False, True])
+    check_all(pairs + [(f, f_np), (c, c_np), (e, [5.0, 1.0, 5.0]), (src, np.arange(3.0))])
+
+
+def test_copyto_errors(session):
+    dst = r(session, np.zeros((2, 3), np.int32))
+    with pytest.raises(TypeError, match=r"Cannot cast scalar from dtype\('float64'\) to "
+                                        r"dtype\('int32'\) according to the rule 'same_kind'"):
+        gf.copyto(dst, 1.5)
+    with pytest.raises(TypeError, match=r"Cannot cast scalar from dtype\('float64'\) to "
+                                        r"dtype\('int32'\)"):
+        gf.copyto(dst, np.float64(1.5))
+    with pytest.raises(TypeError, match=r"Cannot cast scalar from dtype\('complex128'\)"):
+        gf.copyto(dst, 1j)
+    with pytest.raises(TypeError, match=r"Cannot cast array data from dtype\('float64'\) to "
+                                        r"dtype\('int32'\) according to the rule 'same_kind'"):
+        gf.copyto(dst, r(session, np.array([1.5])))
+    with pytest.raises(TypeError, match=r"Cannot cast scalar from dtype\('int64'\) to "
+                                        r"dtype\('int32'\) according to the rule 'no'"):
+        gf.copyto(dst, np.int64(1), casting="no")
+    with pytest.raises(TypeError, match=r"Cannot cast scalar from dtype\('int64'\) to "
+                                        r"dtype\('bool'\)"):
+        gf.copyto(r(session, np.zeros(2, bool)), 1)
+    with pytest.raises(TypeError, match="cannot cast Python float to float64 under the casting "
+                                        "rule 'equiv'"):
+        gf.copyto(dst, 1.5, casting="equiv")
+    with pytest.raises(OverflowError, match="Python integer 1099511627776 out of bounds for int32"):
+        gf.copyto(dst, 2**40)
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(2,\) "
+                                         r"into shape \(2, 3\)"):
+        gf.copyto(dst, [1, 2])
+    with pytest.raises(ValueError, match=r"could not broadcast where mask from shape \(2,\) "
+                                         r"into shape \(2, 3\)"):
+        gf.copyto(dst, [1, 2, 3], where=[True, False])
+    for mask in (np.array([1, 0, 1]), r(session, np.array([1, 0, 1]))):
+        with pytest.raises(TypeError, match=r"Cannot cast array data from dtype\('int64'\) to "
+                                            r"dtype\('bool'\) according to the rule 'safe'"):
+            gf.copyto(dst, 1, where=mask)
+    with pytest.raises(ValueError, match="casting must be one of"):
+        gf.copyto(dst, 1, casting="x")
+    with pytest.raises(TypeError, match="copyto\\(\\) argument 1 must be"):
+        gf.copyto([1], 2)
