@@ -129,10 +129,9 @@ def test_integer_sums_wrap_in_the_operands_dtype(session):
 def test_host_operands_and_scalars_are_strong_arrays(session):
     a = _data((3,), "float32")
     x = session.asarray(a)
-    with session:
-        check_all([(gf.einsum(",i->i", 2.5, x), np.einsum(",i->i", 2.5, a)),
-                   (gf.einsum("i,i", x, [1, 2, 3]), np.einsum("i,i", a, [1, 2, 3])),
-                   (gf.einsum("ij->j", [[1, 2], [3, 4]]), np.einsum("ij->j", [[1, 2], [3, 4]]))])
+    check_all([(gf.einsum(",i->i", 2.5, x), np.einsum(",i->i", 2.5, a)),
+               (gf.einsum("i,i", x, [1, 2, 3]), np.einsum("i,i", a, [1, 2, 3])),
+               (gf.einsum("ij->j", [[1, 2], [3, 4]]), np.einsum("ij->j", [[1, 2], [3, 4]]))])
 
 
 def test_sublist_form(session):

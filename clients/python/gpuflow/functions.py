@@ -551,6 +551,14 @@ from gpuflow._einsum import *  # noqa: E402,F401,F403
 
 __all__ = sorted(__all__ + _einsum.__all__)
 
+# vander and the poly* functions, poly1d (gpuflow._poly); cov, corrcoef, choose,
+# piecewise, apply_along_axis, apply_over_axes, nanargmax, nanargmin (gpuflow._misc).
+from gpuflow import _misc, _poly  # noqa: E402
+from gpuflow._misc import *  # noqa: E402,F401,F403
+from gpuflow._poly import *  # noqa: E402,F401,F403
+
+__all__ = sorted(__all__ + _misc.__all__ + _poly.__all__)
+
 # tril_indices, unravel_index, ravel_multi_index, ix_, fill_diagonal, copyto ...
 # (gpuflow._index_helpers).
 from gpuflow import _index_helpers  # noqa: E402
