@@ -296,3 +296,239 @@ def test_copyto_errors(session):
         gf.copyto(dst, 1, casting="x")
     with pytest.raises(TypeError, match="copyto\\(\\) argument 1 must be"):
         gf.copyto([1], 2)
+
+
+# ---- gpuflow._numpy_misc ----------------------------------------------------------
+
+
+def numpy2_geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """NumPy 2's geomspace (numpy/_core/function_base.py), which NumPy 1.24
+    (here) computes otherwise for negative and complex ends: sign(z) is
+    z / |z| and logspace's base a float64 array."""
+    start, stop = np.asanyarray(start), np.asanyarray(stop)
+    if np.any(start == 0) or np.any(stop == 0):
+        raise ValueError("Geometric sequence cannot include zero")
+    dt = np.result_type(start, stop, float(num), np.zeros((), dtype))
+    dtype = dt if dtype is None else np.dtype(dtype)
+    start, stop = start.astype(dt, copy=True), stop.astype(dt, copy=True)
+    with np.errstate(all="ignore"):
+        out_sign = (start / np.abs(start)).astype(dt) if dt.kind == "c" else np.sign(start)
+        start = (start / out_sign).astype(dt)
+        stop = (stop / out_sign).astype(dt)
+        log_start, log_stop = np.log10(start), np.log10(stop)
+    ndmax = np.broadcast(log_start, log_stop).ndim
+    y = np.linspace(np.array(log_start, ndmin=ndmax), np.array(log_stop, ndmin=ndmax), num=num,
+                    endpoint=endpoint)
+    result = np.power(np.array(10.0, ndmin=ndmax), y).astype(dt, copy=False)
+    if num > 0:
+        result[0] = start
+        if num > 1 and endpoint:
+            result[-1] = stop
+    result *= out_sign
+    if axis != 0:
+        result = np.moveaxis(result, 0, axis)
+    return result.astype(dtype, copy=False)
+
+
+@pytest.mark.parametrize("start,stop,kwargs", [
+    (1, 1000, {"num": 4}), (1, 1000, {"num": 4, "endpoint": False}), (2.0, 3e5, {"num": 7}),
+    (-1, -1000, {"num": 5}), (-3.0, 7.0, {"num": 3}), (1, 256, {"num": 9, "dtype": np.int32}),
+    (np.float32(1.5), np.float32(40.0), {"num": 6}),
+    (np.float32(1.5), np.float32(40.0), {"num": 6, "dtype": np.float32}),
+    (1j, 1000j, {"num": 4}), (-1 + 0j, 1 + 0j, {"num": 5}), (2, 8, {"num": 1}),
+    (2, 8, {"num": 0}), (5, 5, {"num": 3}), (np.float16(2), np.float16(8), {"num": 3}),
+    (True, 4, {"num": 3}),
+])
+def test_geomspace_scalars(session, start, stop, kwargs):
+    expected = numpy2_geomspace(start, stop, **kwargs)
+    check_all([(gf.geomspace(start, stop, session=session, **kwargs), expected)])
+
+
+def test_geomspace_arrays(session):
+    start_np = np.array([1.0, -2.0, 10.0], np.float32)
+    stop_np = np.array([[100.0, -64.0, 0.01], [2.0, -2.0, 1e4]], np.float32)
+    start, stop = r(session, start_np), r(session, stop_np)
+    z_np = np.array([1 + 1j, -4j], np.complex64)
+    check_all([
+        (gf.geomspace(start, stop, 5), numpy2_geomspace(start_np, stop_np, 5)),
+        (gf.geomspace(start, stop, 4, endpoint=False, axis=-1),
+         numpy2_geomspace(start_np, stop_np, 4, endpoint=False, axis=-1)),
+        (gf.geomspace(start, 1000, 3, dtype=np.float32),
+         numpy2_geomspace(start_np, 1000, 3, dtype=np.float32)),
+        (gf.geomspace(start_np, stop, 6, axis=1), numpy2_geomspace(start_np, stop_np, 6, axis=1)),
+        (gf.geomspace(r(session, z_np), 100j, 4), numpy2_geomspace(z_np, 100j, 4)),
+    ], rtol=1e-5)
+    for a, b in ((0, 5), (1, np.array([3.0, 0.0])), (r(session, np.array([1.0, 0.0])), 4.0)):
+        with pytest.raises(ValueError, match="Geometric sequence cannot include zero"):
+            gf.geomspace(a, b, session=session)
+    with pytest.raises(ValueError, match="Number of samples, -1, must be non-negative."):
+        gf.geomspace(1, 5, -1, session=session)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_fix_and_infinities(session, dtype):
+    x_np = np.array([-2.5, -0.5, -0.0, 0.0, 0.5, 1.999, 3.0, np.inf, -np.inf, np.nan, 7.25],
+                    dtype)
+    x = r(session, x_np)
+    out = r(session, np.zeros(x_np.shape, np.float64))
+    gf.fix(x, out=out)
+    fixed = gf.fix(x)
+    check_all([(fixed, np.fix(x_np)), (out, np.fix(x_np).astype(np.float64)),
+               (gf.isposinf(x), np.isposinf(x_np)), (gf.isneginf(x), np.isneginf(x_np)),
+               (gf.fix(r(session, x_np[:0])), np.fix(x_np[:0])),
+               (gf.fix(r(session, np.array(-3.5, dtype))),
+                np.asarray(np.fix(np.array(-3.5, dtype)))),
+               (gf.isposinf(r(session, np.array(np.inf, dtype))), np.array(True)),
+               (gf.isneginf(x_np), np.isneginf(x_np))])
+    assert np.signbit(gf.fix(x).get()[1])  # -0.5 -> -0.0, as NumPy's ceil gives it
+
+
+def test_fix_integers_and_errors(session):
+    for dtype in (np.int8, np.uint32, np.int64, np.bool_):
+        v_np = np.array([0, 1, 5, 1], dtype)
+        v = r(session, v_np)
+        check_all([(gf.fix(v), v_np), (gf.isposinf(v), np.zeros(4, bool)),
+                   (gf.isneginf(v), np.zeros(4, bool))])
+    z = r(session, np.array([1 + 1j, np.inf + 0j]))
+    for f in (gf.isposinf, gf.isneginf):
+        with pytest.raises(TypeError, match="This operation is not supported for complex128 "
+                                            "values because it would be ambiguous."):
+            f(z)
+    with pytest.raises(TypeError, match="ufunc 'ceil' not supported"):
+        gf.fix(z)
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'fix' output from dtype"):
+        gf.fix(r(session, np.array([1.5])), out=r(session, np.zeros(1, np.int64)))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int32, np.uint8])
+def test_i0(session, dtype):
+    x_np = np.array([0.0, 0.5, -1.0, 3.25, 7.99, 8.0, 8.01, 10.5, -6.0], dtype)
+    if np.dtype(dtype).kind == "f":
+        x_np = np.append(x_np, np.array([np.nan], dtype))
+    if dtype != np.float16 and dtype != np.uint8:
+        x_np = np.append(x_np, np.array([30.0, 150.0, -600.0], dtype))
+    x = r(session, x_np.reshape(1, -1))
+    check_all([(gf.i0(x), np.i0(x_np.reshape(1, -1))),
+               (gf.i0(r(session, x_np[:0])), np.i0(x_np[:0])),
+               (gf.i0(r(session, np.array(2, dtype))), np.i0(np.array(2, dtype)))],
+              rtol={np.dtype(np.float16): 2e-3, np.dtype(np.float32): 1e-6}.get(
+                  np.dtype(dtype), 1e-14))
+    with pytest.raises(TypeError, match="i0 not supported for complex values"):
+        gf.i0(r(session, np.array([1j])))
+
+
+@pytest.mark.parametrize("M", [0, -3, 1, 2, 3, 8, 51, 4.5, np.int16(12)])
+def test_window_functions(session, M):
+    pairs = [(f(M, session=session), getattr(np, f.__name__)(M))
+             for f in (gf.bartlett, gf.blackman, gf.hamming, gf.hanning)]
+    if not isinstance(M, float):
+        pairs += [(gf.kaiser(M, beta, session=session), np.kaiser(M, beta))
+                  for beta in (0.0, 5.0, 14.0, 60.0)]
+    check_all(pairs, rtol=1e-13)
+
+
+@pytest.mark.parametrize("trim", ["fb", "f", "b", "BF"])
+def test_trim_zeros(session, trim):
+    a_np = np.array([0, 0, 3, 0, 1.5, 0, 0], np.float32)
+    m_np = np.array([[0, 0, 0, 0], [0, 2, 0, 0], [0, 0, 3, 0], [0, 0, 0, 0]], np.int16)
+    z_np = np.array([0j, 1j, 0j])
+    pairs = [(gf.trim_zeros(r(session, a_np), trim), np.trim_zeros(a_np, trim.lower())),
+             (gf.trim_zeros(a_np, trim), np.trim_zeros(a_np, trim.lower())),
+             (gf.trim_zeros(r(session, z_np), trim), np.trim_zeros(z_np, trim.lower())),
+             (gf.trim_zeros(r(session, np.zeros(5)), trim), np.zeros(0)),
+             (gf.trim_zeros(r(session, np.zeros(0, np.int8)), trim), np.zeros(0, np.int8)),
+             (gf.trim_zeros(r(session, np.array([np.nan, 0.0])), trim),
+              np.trim_zeros(np.array([np.nan, 0.0]), trim.lower()))]
+    # NumPy 2.2's n-dimensional trim (1.24 here trims 1-D only): the box of nonzeros.
+    f, b = "f" in trim.lower(), "b" in trim.lower()
+    box = m_np[1 if f else None:3 if b else None, 1 if f else None:3 if b else None]
+    pairs += [(gf.trim_zeros(r(session, m_np), trim), box),
+              (gf.trim_zeros(r(session, m_np), trim, axis=-1),
+               m_np[:, 1 if f else None:3 if b else None]),
+              (gf.trim_zeros(r(session, np.zeros((2, 3))), trim), np.zeros((0, 0))),
+              (gf.trim_zeros(r(session, np.zeros((2, 3))), trim, axis=1), np.zeros((2, 0)))]
+    check_all(pairs)
+    zero_d = r(session, np.array(0.0))
+    assert gf.trim_zeros(zero_d).shape == ()
+    with pytest.raises(ValueError, match="unexpected character\\(s\\) in `trim`: 'x'"):
+        gf.trim_zeros(r(session, a_np), "x")
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.float16, np.float32,
+                                   np.float64, np.bool_, np.uint64])
+def test_sort_complex_real_dtypes(session, dtype):
+    x_np = (np.array([[5, 3, 6, 2, 1], [0, 9, 4, 4, 1]]) % 7).astype(dtype)
+    check_all([(gf.sort_complex(r(session, x_np)), np.sort_complex(x_np)),
+               (gf.sort_complex(r(session, x_np[:, :0])), np.sort_complex(x_np[:, :0]))])
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_sort_complex(session, dtype):
+    nan = np.nan
+    x_np = np.array([1 + 2j, 2 - 1j, 3 - 2j, 3 - 3j, 3 + 5j, complex(nan, 1), complex(1, nan),
+                     complex(nan, nan), complex(nan, -2), -1 + 0j, complex(3, nan)], dtype)
+    m_np = np.array([[3 + 1j, 3 - 1j, -2 + 0j], [1j, -1j, 0j]], dtype)
+    check_all([(gf.sort_complex(r(session, x_np)), np.sort_complex(x_np)),
+               (gf.sort_complex(r(session, m_np)), np.sort_complex(m_np)),
+               (gf.sort_complex(r(session, x_np[:0])), np.sort_complex(x_np[:0]))])
+    with pytest.raises(np.AxisError, match="axis -1 is out of bounds for array of dimension 0"):
+        gf.sort_complex(r(session, np.array(1j, dtype)))
+
+
+def test_broadcast_shapes_and_scalars():
+    for shapes in [((2, 3), (5, 1, 3), (1,)), (), ((),), (4, (3, 1)), ((0, 1), (1, 7)),
+                   ((6, 1, 2), (1, 5, 1), 2)]:
+        assert gf.broadcast_shapes(*shapes) == np.broadcast_shapes(*shapes)
+    with pytest.raises(ValueError, match=r"shape mismatch: objects cannot be broadcast to a "
+                                         r"single shape.  Mismatch is between arg 0 with shape "
+                                         r"\(2,\) and arg 1 with shape \(3,\)."):
+        gf.broadcast_shapes((2,), (3,))
+    with pytest.raises(ValueError, match=r"Mismatch is between arg 1 with shape \(3,\) and arg 2 "
+                                         r"with shape \(4,\)."):
+        gf.broadcast_shapes((2, 1), (3,), 4)
+    with pytest.raises(ValueError, match="negative dimensions are not allowed"):
+        gf.broadcast_shapes((-1,))
+    for x in (3, 2.5, 1j, True, np.float32(1), "s", b"b"):
+        assert gf.isscalar(x) is True
+    for x in ([1], np.array(3), None, (1,)):
+        assert gf.isscalar(x) is False
+
+
+def test_isscalar_remote_and_conversions(session):
+    x_np = np.arange(6, dtype=np.int16).reshape(2, 3)
+    assert gf.isscalar(r(session, np.array(2.0))) is False
+    a = gf.asanyarray(x_np, session=session)
+    b = gf.asanyarray(x_np, dtype=np.float32, session=session)
+    c = gf.asarray_chkfinite([1.0, 2.5], session=session)
+    d = gf.asarray_chkfinite(r(session, x_np), dtype=np.float16)
+    e = gf.require(x_np, np.float64, "CAW", session=session)
+    f = gf.require(r(session, x_np[0]), requirements=["F_CONTIGUOUS", "E"])
+    assert e.writable and isinstance(f, gf.RemoteArray)
+    check_all([(a, x_np), (b, x_np.astype(np.float32)), (c, np.asarray_chkfinite([1.0, 2.5])),
+               (d, x_np.astype(np.float16)), (e, np.require(x_np, np.float64, "CAW")),
+               (f, x_np[0]), (gf.require(x_np, session=session), x_np),
+               (gf.asarray_chkfinite(r(session, x_np)), x_np)])
+    for bad in ([1.0, np.nan], np.array([np.inf], np.float32), [1j, complex(0, np.inf)]):
+        with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+            gf.asarray_chkfinite(bad, session=session)
+    with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+        gf.asarray_chkfinite(r(session, [1.0, 2.0]) / 0.0)
+    with pytest.raises(KeyError):
+        gf.require(x_np, requirements="X", session=session)
+    with pytest.raises(ValueError, match='Cannot specify both "C" and "F" order'):
+        gf.require(x_np, requirements="CF", session=session)
+    with pytest.raises(NotImplementedError, match="C-contiguous only"):
+        gf.require(x_np, requirements="F", session=session)
+
+
+def test_fromfunction(session):
+    got = gf.fromfunction(lambda i, j: i * 10 + j, (3, 4), session=session)
+    typed = gf.fromfunction(lambda i, j, k=1: (i - j) * k, (2, 5), dtype=np.int16, k=3,
+                            session=session)
+    one = gf.fromfunction(lambda i: i ** 2, (5,), dtype=int, session=session)
+    check_all([(got, np.fromfunction(lambda i, j: i * 10 + j, (3, 4))),
+               (typed, np.fromfunction(lambda i, j, k=1: (i - j) * k, (2, 5), dtype=np.int16,
+                                       k=3)),
+               (one, np.fromfunction(lambda i: i ** 2, (5,), dtype=int)),
+               (gf.fromfunction(lambda i, j: i + j, (0, 3), session=session),
+                np.fromfunction(lambda i, j: i + j, (0, 3)))])

@@ -565,3 +565,10 @@ from gpuflow import _index_helpers  # noqa: E402
 from gpuflow._index_helpers import *  # noqa: E402,F401,F403
 
 __all__ = sorted(__all__ + _index_helpers.__all__)
+
+# geomspace, fix, isposinf, i0, the window functions, trim_zeros, sort_complex ...
+# (gpuflow._numpy_misc).
+from gpuflow import _numpy_misc  # noqa: E402
+from gpuflow._numpy_misc import *  # noqa: E402,F401,F403
+
+__all__ = sorted(__all__ + _numpy_misc.__all__)
