@@ -256,3 +256,30 @@ def test_a_contraction_is_one_matmul_per_pair(session):
     graph, _ = gf.to_graph(gf.einsum("ij,jk,kl->il", a, b, c))
     ops = [n.op for n in graph.proto.nodes]
     assert ops.count("matmul") == 2, ops
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "float32", "float64", "complex64"])
+def test_random_subscripts_match_numpy(session, dtype):
+    # Seeded random expressions: 1-3 operands of up to 4 labels from "abcd"
+    # (repeats within an operand allowed), sizes 1-4 (a size-1 axis of one
+    # operand broadcasting against another's), implicit or random explicit
+    # outputs.
+    rng = np.random.default_rng(5)
+    sizes = {"a": 2, "b": 3, "c": 1, "d": 4}
+    pairs = []
+    for _ in range(80):
+        terms = ["".join(rng.choice(list("abcd"), rng.integers(0, 5)))
+                 for _ in range(rng.integers(1, 4))]
+        used = sorted(set("".join(terms)))
+        subscripts = ",".join(terms)
+        if rng.random() < 0.6:
+            subscripts += "->" + "".join(rng.permutation(used)[:rng.integers(0, len(used) + 1)])
+        shapes = [[sizes[c] if rng.random() < 0.8 else 1 for c in t] for t in terms]
+        for t, s in zip(terms, shapes):  # repeated labels need equal sizes
+            for i, c in enumerate(t):
+                if t.index(c) != i:
+                    s[i] = s[t.index(c)]
+        hosts = [_data(s, dtype) for s in shapes]
+        pairs.append((gf.einsum(subscripts, *[session.asarray(h) for h in hosts]),
+                      np.einsum(subscripts, *hosts)))
+    check_all(pairs)
