@@ -70,9 +70,49 @@ complex64, complex128 = _np.complex64, _np.complex128
 bfloat16 = "bfloat16"
 newaxis = None
 
+# NumPy's type names, abstract types, dtype utilities and constants, as
+# CuPy re-exports them (cupy.dtype is numpy.dtype): only those the running
+# numpy has (NumPy 2 dropped float_, complex_, obj2sctype, PINF and NINF).
+# issubdtype and promote_types also take gpuflow's "bfloat16" (a floating
+# type).
+_NUMPY_NAMES = [
+    "dtype", "finfo", "iinfo", "min_scalar_type", "common_type", "obj2sctype",
+    "number", "integer", "signedinteger", "unsignedinteger", "floating", "complexfloating",
+    "inexact", "generic", "byte", "ubyte", "short", "ushort", "intc", "uintc", "intp", "uintp",
+    "int_", "uint", "longlong", "ulonglong", "half", "single", "double", "csingle", "cdouble",
+    "float_", "complex_", "e", "pi", "inf", "nan", "euler_gamma", "PINF", "NINF",
+]
+_NUMPY_NAMES = [_n for _n in _NUMPY_NAMES if _n in _np.__dict__]
+globals().update({_n: _np.__dict__[_n] for _n in _NUMPY_NAMES})
+_BFLOAT16_BASES = (_np.floating, _np.inexact, _np.number, _np.generic)
+
+
+def issubdtype(arg1, arg2):
+    """numpy.issubdtype; "bfloat16" (a RemoteArray's bfloat16 dtype) is a
+    floating type."""
+    if isinstance(arg1, str) and arg1 == "bfloat16":
+        return (isinstance(arg2, str) and arg2 == "bfloat16") or arg2 in _BFLOAT16_BASES
+    if isinstance(arg2, str) and arg2 == "bfloat16":
+        return False
+    return bool(_np.issubdtype(arg1, arg2))
+
+
+def promote_types(type1, type2):
+    """numpy.promote_types; with "bfloat16", NumPy's rules extended as
+    gpuflow promotes it (the string "bfloat16" or a numpy dtype)."""
+    if "bfloat16" in (type1, type2):
+        from gpuflow import _inference
+        from gpuflow.remote_array import dtype_name
+
+        name = _inference.promote_types([_inference.Type(dtype_name(type1), ()),
+                                         _inference.Type(dtype_name(type2), ())])
+        return name if name == "bfloat16" else _np.dtype(name)
+    return _np.promote_types(type1, type2)
+
+
 __version__ = "0.1.0"
 
-__all__ = sorted(_function_names + [
+__all__ = sorted(_function_names + _NUMPY_NAMES + ["issubdtype", "promote_types"] + [
     "BenchmarkResult",
     "ElementwiseKernel",
     "PermissionDeniedError",
