@@ -572,3 +572,10 @@ from gpuflow import _numpy_misc  # noqa: E402
 from gpuflow._numpy_misc import *  # noqa: E402,F401,F403
 
 __all__ = sorted(__all__ + _numpy_misc.__all__)
+
+# intersect1d, union1d, setdiff1d, setxor1d, in1d and isin (gpuflow._sets;
+# its isin, a sort and a searchsorted, replaces _stats' O(n*m) one).
+from gpuflow import _sets  # noqa: E402
+from gpuflow._sets import *  # noqa: E402,F401,F403
+
+__all__ = sorted(set(__all__ + _sets.__all__))
