@@ -221,7 +221,9 @@ def _condition_list(x, condlist):
 
 def piecewise(x, condlist, funclist, *args, **kw):
     """numpy.piecewise as one fused chain of ``where``: later conditions win,
-    values are cast to x's dtype, an extra function is the 'otherwise'.
+    values are cast to x's dtype, an extra function is the 'otherwise'; a
+    value that is not callable is a scalar or an array broadcast against x
+    (NumPy also assigns a sequence of len(x[cond]) elements in order).
     Differs from NumPy for callables: each is called once with the whole of
     x (a RemoteArray of x's shape, plus ``args``/``kw``), not with x[cond],
     so it must be elementwise (CuPy refuses callables)."""

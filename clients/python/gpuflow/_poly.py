@@ -4,7 +4,8 @@ power first) and the Vandermonde matrix, on the server's ops:
     gf.vander(x, 4); gf.polyval(p, x); gf.polyadd(p, q); gf.polysub(p, q)
     gf.polymul(p, q); gf.polyder(p, 2); gf.polyint(p, k=3.0); gf.poly1d(p)(x)
 
-polyval is one fused Horner chain (a multiply-add per coefficient), vander
+polyval is one fused Horner chain (a multiply-add per coefficient; a
+RemoteArray's coefficients are sliced out first, one tiny copy each), vander
 one cumulative product, polyadd/polysub/polyder/polyint a concatenation and
 one elementwise step, all lazy. Where NumPy's logic needs the coefficients'
 values, they are read on the client: polymul and poly1d trim leading zeros
@@ -71,7 +72,8 @@ def vander(x, N=None, increasing=False):
 
 def polyval(p, x):
     """numpy.polyval: Horner's rule, one multiply-add per coefficient (one
-    fused kernel), in NumPy's dtype (x's promoted with p's)."""
+    fused kernel), in NumPy's dtype (x's promoted with p's); coefficients the
+    client holds are literals."""
     from gpuflow import functions
 
     if isinstance(p, poly1d):
@@ -83,11 +85,17 @@ def polyval(p, x):
         if not isinstance(p, RemoteArray):
             p = np.asarray(p)
         x = _remote(x, session)
-        y = functions.zeros_like(x)
+        if p.ndim == 0 or p.shape[0] == 0 or x._expr.dtype == "bfloat16":
+            y = functions.zeros_like(x)
+        else:
+            y = np.zeros((), x._expr.dtype)[()]  # NumPy's zeros_like(x), as a literal
     if p.ndim == 0:
         raise TypeError("iteration over a 0-d array")
+    # A RemoteArray's coefficient is a 1-element slice (one small copy; a 0-d
+    # one takes two) where broadcasting keeps x's shape.
+    one = isinstance(p, RemoteArray) and p.ndim == 1 and getattr(x, "ndim", 0) >= 1
     for i in range(p.shape[0]):
-        y = y * x + p[i]
+        y = y * x + (p[i:i + 1] if one else p[i])
     return y
 
 
