@@ -474,18 +474,62 @@ def bincount(x, weights=None, minlength=0):
     return scatter(base, index, weights.astype("float64"), "add")
 
 
+def _unique_along(ar, axis, return_index, return_inverse, return_counts):
+    """numpy.unique with ``axis``: the sub-arrays along ``axis`` as rows of
+    a 2-D view, ordered by a lexsort of its columns (the first column the
+    primary key, NaN last, as NumPy's sort of the rows as structured
+    values), a row new where any element differs from the previous row's
+    (so rows with NaN never collapse, as NumPy's; equal_nan does not apply
+    here, as in NumPy). The inverse is 1-D, as NumPy 2 gives it."""
+    from gpuflow import _sorting, functions
+
+    if ar.ndim == 0:
+        raise _inference.AxisError(axis, 0)
+    axis = _inference.normalize_axis(operator.index(axis), ar.ndim)
+    session = ar.session
+    moved = functions.moveaxis(ar, axis, 0)
+    n, rest = moved.shape[0], moved.shape[1:]
+    rows = moved.reshape((n, math.prod(rest)))
+    m = rows.shape[1]
+    if n == 0:
+        empty = functions.zeros(0, "int64", session=session)
+        extra = [empty] * (return_index + return_inverse + return_counts)
+        return (ar, *extra) if extra else ar
+    if m == 0:
+        order = functions.arange(n, dtype="int64", session=session)
+    else:
+        order = _sorting.lexsort([rows[:, j] for j in range(m - 1, -1, -1)])
+    s = rows.take(order, axis=0)
+    new = functions.any(s[1:] != s[:-1], axis=1)
+    starts = functions.concatenate([functions.ones(1, "bool", session=session), new])
+    first = flatnonzero(starts)
+    values = s.take(first, axis=0).reshape((first.size,) + rest)
+    values = functions.moveaxis(values, 0, axis)
+    extra = []
+    if return_index:
+        extra.append(order.take(first))
+    if return_inverse:
+        ranks = functions.cumsum(starts.astype("int64")) - 1
+        extra.append(scatter(functions.zeros(n, "int64", session=session), order, ranks))
+    if return_counts:
+        ends = functions.concatenate([first[1:], functions.full(1, n, "int64", session=session)])
+        extra.append(ends - first)
+    return (values, *extra) if extra else values
+
+
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
            equal_nan=True):
-    """numpy.unique of the flattened array (``axis`` None only): sorted
-    values (equal NaNs collapse unless ``equal_nan`` is False), and the
-    first index of each, the inverse (in ar's shape, as NumPy 2) and the
-    counts. One stable argsort, one Execute for the number of values, then
-    a take, a scatter and differences."""
+    """numpy.unique: sorted values (equal NaNs collapse unless ``equal_nan``
+    is False), and the first index of each, the inverse (in ar's shape, as
+    NumPy 2) and the counts, of the flattened array; with ``axis``, the
+    unique sub-arrays along it (see _unique_along; the inverse 1-D). One
+    stable argsort (a lexsort of the rows with ``axis``), one Execute for
+    the number of values, then a take, a scatter and differences."""
     from gpuflow import _sorting, functions
 
     ar = _remote(ar)
     if axis is not None:
-        raise NotImplementedError("gpuflow.unique takes axis=None only (the flattened array)")
+        return _unique_along(ar, axis, return_index, return_inverse, return_counts)
     flat = ar.reshape(-1)
     n = flat.size
     session = ar.session
