@@ -245,6 +245,16 @@ def _shape_of(labels, sizes):
     return [sizes[x] for x in labels]
 
 
+def _transposed(x, perm):
+    """x.transpose(perm), no node for the identity (every shape op is a
+    copy step on the server)."""
+    return x if list(perm) == list(range(x.ndim)) else x.transpose(perm)
+
+
+def _reshaped(x, shape):
+    return x if tuple(shape) == x.shape else x.reshape(shape)
+
+
 def _contract(a, b, kept, sizes, dtype):
     """One pair: batch labels (in both, kept), summed labels (in both, not
     kept), the free labels of each."""
@@ -256,20 +266,20 @@ def _contract(a, b, kept, sizes, dtype):
     summed = [x for x in a.labels if x in b.labels and x not in kept]
     free_a = [x for x in a.labels if x not in b.labels]
     free_b = [x for x in b.labels if x not in a.labels]
-    left = a.array.transpose([a.labels.index(x) for x in batch + free_a + summed])
-    right = b.array.transpose([b.labels.index(x) for x in batch + summed + free_b])
+    left = _transposed(a.array, [a.labels.index(x) for x in batch + free_a + summed])
+    right = _transposed(b.array, [b.labels.index(x) for x in batch + summed + free_b])
     nb, na, nk, nf = (math.prod(_shape_of(g, sizes)) for g in (batch, free_a, summed, free_b))
     if not summed:
-        product = (left.reshape(_shape_of(batch + free_a, sizes) + [1] * len(free_b))
-                   * right.reshape(_shape_of(batch, sizes) + [1] * len(free_a)
-                                   + _shape_of(free_b, sizes)))
+        product = (_reshaped(left, _shape_of(batch + free_a, sizes) + [1] * len(free_b))
+                   * _reshaped(right, _shape_of(batch, sizes) + [1] * len(free_a)
+                               + _shape_of(free_b, sizes)))
         return _Term(cast(product, dtype), batch + free_a + free_b)
     if batch:
-        product = functions.matmul(left.reshape(nb, na, nk), right.reshape(nb, nk, nf))
+        product = functions.matmul(_reshaped(left, (nb, na, nk)), _reshaped(right, (nb, nk, nf)))
     else:
-        product = functions.matmul(left.reshape(na, nk), right.reshape(nk, nf))
+        product = functions.matmul(_reshaped(left, (na, nk)), _reshaped(right, (nk, nf)))
     shape = _shape_of(batch + free_a + free_b, sizes)
-    return _Term(cast(product, dtype).reshape(shape), batch + free_a + free_b)
+    return _Term(_reshaped(cast(product, dtype), shape), batch + free_a + free_b)
 
 
 def _path_steps(optimize, n):
@@ -347,7 +357,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     final = _sum_out(pending[0], [x for x in pending[0].labels if x not in output], result_dtype)
     array = final.array
     if final.labels != output:
-        array = array.transpose([final.labels.index(x) for x in output])
+        array = _transposed(array, [final.labels.index(x) for x in output])
     return rebind_out(out, array, "einsum", casting)
 
 

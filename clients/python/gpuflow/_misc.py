@@ -107,13 +107,13 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         aw = _host_weights(aweights, "aweights", n)
         w = aw if w is None else w * aw
     if w is None:
-        avg = reduce("mean", X, 1)
+        avg = reduce("mean", X, 1, keepdims=True)
         fact = n - ddof
     else:
         w_sum = w.sum()
         wr = asarray(w.reshape(1, n), session=session)
         wide = _inference.promote_dtypes(dtype, "float64")
-        avg = cast(reduce("sum", cast(X, wide) * wr, 1) / float(w_sum), wide)
+        avg = cast(reduce("sum", cast(X, wide) * wr, 1, keepdims=True) / float(w_sum), wide)
         if ddof == 0:
             fact = w_sum
         elif aweights is None:
@@ -123,13 +123,13 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if fact <= 0:
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = 0.0
-    X = cast(X - avg.reshape(-1, 1), dtype)
+    X = cast(X - avg, dtype)
     X_T = (X if w is None else X * wr).T
     if _inference.is_complex(X_T._expr.dtype):
         X_T = X_T.conj()
     c = functions.matmul(X, X_T)
     c = cast(c * np.true_divide(1, fact), c._expr.dtype)
-    return c.squeeze()
+    return c.squeeze() if 1 in c.shape else c  # (every shape op is a copy step)
 
 
 def corrcoef(x, y=None, rowvar=True, bias=np._NoValue, ddof=np._NoValue, *, dtype=None):
@@ -145,7 +145,7 @@ def corrcoef(x, y=None, rowvar=True, bias=np._NoValue, ddof=np._NoValue, *, dtyp
         return c / c
     stddev = functions.sqrt(functions.real(functions.diagonal(c)))
     c = cast(c / stddev.reshape(-1, 1), c.dtype)
-    c = cast(c / stddev.reshape(1, -1), c.dtype)
+    c = cast(c / stddev, c.dtype)  # stddev[None, :] by broadcasting
     if not _inference.is_complex(c._expr.dtype):
         return functions.clip(c, -1, 1)
     re, im = functions.real(c), functions.imag(c)
