@@ -62,11 +62,12 @@ def vander(x, N=None, increasing=False):
     dtype = _inference.promote_dtypes(x._expr.dtype, "int64")
     if N == 0:
         return functions.zeros((n, 0), dtype, session=x.session)
-    ones = functions.ones((n, 1), dtype, session=x.session)
     if N == 1:
-        return ones
-    powers = functions.broadcast_to(cast(x, dtype).reshape(n, 1), (n, N - 1))
-    v = functions.concatenate([ones, functions.cumprod(powers, axis=1, dtype=dtype)], axis=1)
+        return functions.ones((n, 1), dtype, session=x.session)
+    # Columns 1, x, x, ... multiplied up: 1, x, x*x, ... as NumPy's accumulate.
+    first = np.arange(N) == 0  # a literal of the graph
+    factors = functions.where(first, np.ones((), dtype)[()], cast(x, dtype).reshape(n, 1))
+    v = functions.cumprod(factors, axis=1, dtype=dtype)
     return v if increasing else functions.flip(v, 1)
 
 
