@@ -7,8 +7,9 @@ same way on the server's ops:
     gf.nanargmax(x, axis=0); gf.nanargmin(x)
 
 cov is one mean, one subtraction and one matmul; corrcoef divides by the
-diagonal's square roots and clips. choose is one stack and one gather,
-piecewise one fused chain of ``where``. apply_along_axis and apply_over_axes
+diagonal's square roots and clips. choose and piecewise are one fused chain
+of ``where`` (choose of a RemoteArray of indices in mode "raise" one stack
+and one gather, for the bounds check). apply_along_axis and apply_over_axes
 are Python loops, as in NumPy and CuPy: apply_along_axis calls func1d on a
 RemoteArray slice for every index of the other axes and stacks the results,
 so it records one sub-graph per slice (use it for few slices).
@@ -158,11 +159,12 @@ def corrcoef(x, y=None, rowvar=True, bias=np._NoValue, ddof=np._NoValue, *, dtyp
 
 
 def choose(a, choices, out=None, mode="raise"):
-    """numpy.choose: a, and the choices broadcast together, one stack and
-    one gather; the choices' result type. mode "wrap" and "clip" as NumPy;
-    "raise" raises NumPy's ValueError at the call for indices the client
-    holds, and for a RemoteArray of indices InvalidArgumentError when the
-    result is evaluated (the gather's bounds check)."""
+    """numpy.choose: a and the choices broadcast together, in the choices'
+    result type; one fused chain of ``where``. mode "wrap" and "clip" as
+    NumPy; "raise" raises NumPy's ValueError at the call for indices the
+    client holds, and for a RemoteArray of indices takes one stack and one
+    gather instead, whose bounds check raises InvalidArgumentError when the
+    result is evaluated."""
     functions = _functions()
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
@@ -181,7 +183,8 @@ def choose(a, choices, out=None, mode="raise"):
     if not _inference.can_cast(source, "int64", "safe"):
         raise TypeError(f"Cannot cast array data from dtype('{source}') to dtype('int64') "
                         "according to the rule 'safe'")
-    if not isinstance(a, RemoteArray):
+    checked = not isinstance(a, RemoteArray)
+    if checked:
         if mode == "raise" and a.size and (a.min() < 0 or a.max() >= n):
             raise ValueError("invalid entry in choice array")
         a = asarray(a, session=session)
@@ -193,8 +196,16 @@ def choose(a, choices, out=None, mode="raise"):
         index = index % n
     elif mode == "clip":
         index = functions.clip(index, 0, n - 1)
-    else:
-        index = functions.where(index < 0, n, index)  # out of bounds, as NumPy's check
+    if mode != "raise" or checked:
+        # Every index is valid: one fused chain of where, no stacked copy.
+        result = cast(choices[-1], dtype)
+        for k in range(n - 2, -1, -1):
+            result = functions.where(index == k, choices[k], result)
+        result = cast(result, dtype)
+        if result.shape != tuple(shape):
+            result = functions.broadcast_to(result, shape)
+        return rebind_out(out, result, "choose")
+    index = functions.where(index < 0, n, index)  # out of bounds, as NumPy's check
     stacked = functions.stack([functions.broadcast_to(cast(c, dtype), shape) for c in choices])
     index = functions.broadcast_to(index, shape).reshape((1,) + tuple(shape))
     result = functions.take_along_axis(stacked, index, axis=0).reshape(shape)
