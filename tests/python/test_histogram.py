@@ -186,3 +186,127 @@ def test_digitize_matches_numpy(session, dtype):
         gf.digitize(x, [0, 2, 1])
     with pytest.raises(TypeError, match="x may not be complex"):
         gf.digitize(session.asarray(np.ones(2, np.complex64)), [0, 1])
+
+
+# ---- string bins: NumPy's estimators ---------------------------------------------------
+
+ESTIMATORS = ["auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt"]
+
+
+def _np2_estimated_bins(host, name, range=None):
+    """NumPy 2's number of bins for a string ``bins``: NumPy's own selectors
+    (its _hist_bin_selectors; 'auto' as NumPy >= 2.3 defines it, FD held to
+    half the sqrt width), on the values inside range, an integer width of at
+    least 1, ceil(range / width)."""
+    import numpy2_histogram
+
+    try:
+        from numpy.lib import _histograms_impl as impl
+    except ImportError:
+        from numpy.lib import histograms as impl
+    subtract = getattr(numpy2_histogram, "_unsigned_subtract", impl._unsigned_subtract)
+    a = host.ravel()
+    a = a.astype(np.uint8) if a.dtype == np.bool_ else a
+    first, last = impl._get_outer_edges(a, range)
+    if range is not None:
+        wide = a.astype(np.float64)  # NumPy 2 compares an uint8 with -5 (1.24 raises)
+        a = a[(wide >= float(first)) & (wide <= float(last))]
+    if a.size == 0:
+        return 1
+    if name == "auto":
+        width = min(max(impl._hist_bin_fd(a, None), impl._hist_bin_sqrt(a, None) / 2),
+                    impl._hist_bin_sturges(a, None))
+    elif name == "stone":
+        width = _np2_stone(a, (first, last), impl._ptp(a))
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            width = impl._hist_bin_selectors[name](a, (first, last))
+    if not width:
+        return 1
+    if a.dtype.kind in "iu" and width < 1:
+        width = 1
+    return int(np.ceil(subtract(last, first) / width))
+
+
+def _np2_stone(x, range, ptp_x):
+    """NumPy 2's _hist_bin_stone, its histograms NumPy 2's (numpy2_histogram)."""
+    n = x.size
+    if n <= 1 or ptp_x == 0:
+        return 0
+
+    def jhat(nbins):
+        hh = ptp_x / nbins
+        p_k = np_histogram(x, bins=nbins, range=range)[0] / n
+        return (2 - (n + 1) * p_k.dot(p_k)) / hh
+
+    return ptp_x / min(range_(1, max(100, int(np.sqrt(n))) + 1), key=jhat)
+
+
+range_ = range
+
+
+def _estimated(session, host, name, range=None):
+    x = session.asarray(host)
+    n = _np2_estimated_bins(host, name, range)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # stone's "may be suboptimal"
+        got = gf.histogram(x, bins=name, range=range)
+        edges = gf.histogram_bin_edges(x, bins=name, range=range)
+    want = np_histogram(host, bins=n, range=range)
+    _same(got, want)
+    check_all([(edges, want[1])], exact=True)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "int16", "uint8", "int64"])
+def test_string_bins_match_numpy(session, name, dtype):
+    # NumPy's float16 std sums squares in float16 (inf past 65504); gpuflow's
+    # does not overflow, so 'scott' and 'doane' of float16 stop at 50 values.
+    sizes = (1, 2, 3, 50) if dtype == "float16" and name in ("scott", "doane") else \
+        (1, 2, 3, 50, 1001)
+    for n in sizes:
+        host = _data(dtype, n)
+        _estimated(session, host, name)
+        _estimated(session, host, name, range=(-5, 7))  # trims to the range first
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_string_bins_of_special_data(session, name):
+    rng = np.random.default_rng(5)
+    skewed = rng.exponential(3.0, 2000)
+    flat_iqr = np.concatenate([np.zeros(900), rng.standard_normal(100)])  # FD width 0
+    spread = rng.integers(-3, 4, 5000).astype(np.int32)  # integer widths below 1
+    for host in (skewed, flat_iqr, spread, np.full(20, 3.5), np.array([np.inf, 1.0])[1:]):
+        _estimated(session, host, name)
+    _estimated(session, skewed, name, range=(1.0, 1.0))  # equal ends widen by 0.5
+    _estimated(session, skewed, name, range=(100.0, 200.0))  # nothing inside: one bin
+    _estimated(session, np.zeros(0), name)
+    _estimated(session, np.float64(2.5), name)  # 0-d
+    b = rng.integers(0, 2, 301) > 0
+    with pytest.warns(RuntimeWarning, match="Converting input from bool"):
+        got = gf.histogram(session.asarray(b), bins=name)
+    _same(got, np_histogram(b.astype(np.uint8), bins=_np2_estimated_bins(b, name)))
+
+
+def test_string_bins_errors_are_numpys(session):
+    x = session.asarray(np.arange(10.0))
+    with pytest.raises(ValueError, match="'blah' is not a valid estimator for `bins`"):
+        gf.histogram(x, bins="blah")
+    with pytest.raises(TypeError, match="Automated estimation of the number of bins is not "
+                                        "supported for weighted data"):
+        gf.histogram(x, bins="auto", weights=np.ones(10))
+    with pytest.raises(TypeError, match="Automated estimation"):
+        gf.histogram_bin_edges(x, bins="fd", weights=np.ones(10))
+    with pytest.raises(ValueError, match=r"autodetected range of \[nan, nan\] is not finite"):
+        gf.histogram(session.asarray(np.array([0.0, np.nan])), bins="auto")
+
+
+def test_stone_warns_at_its_upper_bound_as_numpy(session):
+    host = np.arange(10000.0) % 137  # 137 equal spikes: the most bins score best
+    with pytest.warns(RuntimeWarning, match="The number of bins estimated may be suboptimal"):
+        np.histogram_bin_edges(host, bins="stone")
+    with pytest.warns(RuntimeWarning, match="The number of bins estimated may be suboptimal"):
+        edges = gf.histogram_bin_edges(session.asarray(host), bins="stone")
+    check_all([(edges, np_histogram_bin_edges(host, bins=_np2_estimated_bins(host, "stone")))],
+              exact=True)

@@ -3,6 +3,7 @@ histogram and searchsorted ops.
 
     h, edges = gf.histogram(x, bins=256, range=(0.0, 1.0))   # lazy, no round trip
     h, edges = gf.histogram(x, bins=10)        # one Execute learns x.min(), x.max()
+    h, edges = gf.histogram(x, bins="auto")    # one Execute for NumPy's estimator's inputs
     i = gf.digitize(x, [0.0, 0.5, 1.0])
 
 The edges are computed here with NumPy 2's arithmetic (numpy.linspace in
@@ -13,6 +14,7 @@ for given edges. Without ``range`` the data's minimum and maximum come
 back in one Execute first (as numpy and CuPy read them).
 """
 
+import builtins
 import operator
 import warnings
 
@@ -119,7 +121,10 @@ def _ravel_and_check_weights(a, weights):
     return a.reshape(-1), weights
 
 
-def _get_outer_edges(a, range):
+def _get_outer_edges(a, range, extremes=None):
+    """NumPy's outer edges: ``range``, else the data's minimum and maximum
+    (``extremes`` when the caller evaluated them already), widened by 0.5
+    on each side when equal."""
     if range is not None:
         first_edge, last_edge = range
         if first_edge > last_edge:
@@ -131,7 +136,9 @@ def _get_outer_edges(a, range):
     else:
         from gpuflow import _select
 
-        first_edge, last_edge = (x[()] for x in _select.evaluate_keeping([a.min(), a.max()], a))
+        if extremes is None:
+            extremes = _select.evaluate_keeping([a.min(), a.max()], a)
+        first_edge, last_edge = (x[()] for x in extremes)
         if not (np.isfinite(first_edge) and np.isfinite(last_edge)):
             raise ValueError(f"autodetected range of [{first_edge}, {last_edge}] is not finite")
     if first_edge == last_edge:
@@ -140,12 +147,164 @@ def _get_outer_edges(a, range):
     return first_edge, last_edge
 
 
-def _get_bin_edges(a, bins, range):
+# ---- NumPy's bin estimators (numpy.lib._histograms_impl._hist_bin_selectors) ----------
+
+_ESTIMATORS = ("stone", "auto", "doane", "fd", "rice", "scott", "sqrt", "sturges")
+
+
+def _arith(op, a, b):
+    """``op(a, b)`` (np.multiply or np.true_divide) of numpy scalars and
+    Python numbers as NumPy 2 computes it: in their NEP 50 result type
+    (true division of integers in float64). Returns a numpy scalar."""
+    dt = np.dtype(_result_type(a, b))
+    if op is np.true_divide and dt.kind in "iub":
+        dt = np.dtype(np.float64)
+    with np.errstate(all="ignore"):
+        return op(np.asarray(a).astype(dt), np.asarray(b).astype(dt), dtype=dt)[()]
+
+
+def _estimator_inputs(x, name):
+    """The RemoteArrays an estimator reads, for one Execute: the minimum and
+    maximum (for the ptp), then the standard deviation ('scott', 'doane'),
+    Doane's g1 (the mean of the cubed standardized values, in NumPy's
+    dtypes) or the 75th and 25th percentiles ('fd', 'auto')."""
+    from gpuflow import _sorting, functions
+
+    out = [x.min(), x.max()]
+    if name in ("scott", "doane"):
+        sigma = functions.std(x)
+        out.append(sigma)
+        if name == "doane" and x.size > 2:
+            out.append(functions.mean(((x - functions.mean(x)) / sigma) ** 3))
+    if name in ("fd", "auto"):
+        out.append(_sorting.percentile(x, [75, 25]))
+    return out
+
+
+def _stone_width(x, ptp_x, edges_range):
+    """NumPy's _hist_bin_stone: the nbins in 1 .. max(100, sqrt(n)) of the
+    least estimated integrated squared error, from one Execute of every
+    histogram's sum of squared frequencies (summed on the server, so a
+    near-tie may fall the other way than NumPy's dot)."""
+    from gpuflow import _select, functions
+
+    n = x.size
+    if n <= 1 or ptp_x == 0:
+        return 0
+    upper = max(100, int(np.sqrt(n)))
+    first_edge, last_edge = edges_range
+    dots = []
+    for nbins in builtins.range(1, upper + 1):
+        edges, uniform = _equal_edges(x, first_edge, last_edge, nbins)
+        p = _counts(x, None, edges, uniform) / n
+        dots.append(functions.sum(p * p))
+    dots = _select.evaluate_keeping(dots, x)
+
+    def jhat(nbins):
+        hh = np.float64(_arith(np.true_divide, ptp_x, nbins))
+        return (2 - (n + 1) * np.float64(dots[nbins - 1])) / hh
+
+    best = min(builtins.range(1, upper + 1), key=jhat)
+    if best == upper:
+        warnings.warn("The number of bins estimated may be suboptimal.", RuntimeWarning,
+                      stacklevel=4)
+    return _arith(np.true_divide, ptp_x, best)
+
+
+def _width(name, x, values, edges_range):
+    """NumPy 2's estimate of the bin width from the evaluated inputs."""
+    n = x.size
+    ptp_x = _unsigned_subtract(values[1][()], values[0][()])
+
+    def sqrt():
+        return _arith(np.true_divide, ptp_x, np.sqrt(np.float64(n)))
+
+    def sturges():
+        return _arith(np.true_divide, ptp_x, np.log2(np.float64(n)) + 1.0)
+
+    def fd():
+        q75, q25 = values[2]
+        return _arith(np.multiply, _arith(np.multiply, 2.0, np.subtract(q75, q25)),
+                      n ** (-1.0 / 3.0))
+
+    if name == "sqrt":
+        return sqrt()
+    if name == "sturges":
+        return sturges()
+    if name == "rice":
+        return _arith(np.true_divide, ptp_x, 2.0 * n ** (1.0 / 3))
+    if name == "scott":
+        return _arith(np.multiply, (24.0 * np.pi ** 0.5 / n) ** (1.0 / 3.0), values[2][()])
+    if name == "doane":
+        if n > 2 and values[2][()] > 0.0:
+            sg1 = np.sqrt(np.float64(6.0 * (n - 2) / ((n + 1.0) * (n + 3))))
+            g1 = np.float64(np.absolute(values[3][()]))
+            return _arith(np.true_divide, ptp_x,
+                          1.0 + np.log2(np.float64(n)) + np.log2(1.0 + g1 / sg1))
+        return 0.0
+    if name == "fd":
+        return fd()
+    if name == "auto":
+        # NumPy >= 2.3: FD held to at least half the sqrt width (gh-28426).
+        return min(max(fd(), sqrt() / 2), sturges())
+    return _stone_width(x, ptp_x, edges_range)
+
+
+def _estimated_bins(a, name, range, weights):
+    """(first_edge, last_edge, n) for a string ``bins``, as NumPy's
+    _get_bin_edges: the estimator reads the values inside ``range`` (one
+    Execute learns how many there are), its inputs come back in one
+    Execute (with the minimum and maximum when there is no range), and the
+    number of bins is ceil(range / width) (integer data: a width of at
+    least 1; a zero width: one bin)."""
+    from gpuflow import _select
+
+    if name not in _ESTIMATORS:
+        raise ValueError(f"{name!r} is not a valid estimator for `bins`")
+    if weights is not None:
+        raise TypeError("Automated estimation of the number of bins is not supported for "
+                        "weighted data")
+    x = a
+    if range is not None:
+        first_edge, last_edge = _get_outer_edges(a, range)
+        keep = _select.flatnonzero((a >= first_edge) & (a <= last_edge))
+        if keep.size != a.size:
+            x = a.take(keep)
+    if x.size == 0:
+        if range is None:
+            first_edge, last_edge = _get_outer_edges(a, None)
+        return first_edge, last_edge, 1
+    values = _select.evaluate_keeping(_estimator_inputs(x, name), x)
+    if range is None:
+        first_edge, last_edge = _get_outer_edges(a, None, values[:2])
+    width = _width(name, x, values, (first_edge, last_edge))
+    if not width:
+        return first_edge, last_edge, 1
+    if _inference.kind(x._expr.dtype) in "iu" and width < 1:
+        width = 1
+    with np.errstate(all="ignore"):
+        n = int(np.ceil(_arith(np.true_divide, _unsigned_subtract(last_edge, first_edge),
+                               width)))
+    return first_edge, last_edge, n
+
+
+def _equal_edges(a, first_edge, last_edge, n):
+    """NumPy's n + 1 equal edges in its bin type, and the uniform triple."""
+    bin_type = _result_type(first_edge, last_edge, a._expr.dtype)
+    if _inference.kind(bin_type) in "iu":
+        bin_type = _inference.promote_types([_Type(bin_type, ()), _Type("float64", (), True)])
+    edges = _linspace(first_edge, last_edge, n + 1, bin_type)
+    if np.any(edges[:-1] >= edges[1:]):
+        raise ValueError(f"Too many bins for data range. Cannot create {n} finite-sized bins.")
+    return edges, (first_edge, last_edge, n)
+
+
+def _get_bin_edges(a, bins, range, weights=None):
     """(edges as a host array, (first_edge, last_edge, n) for equal bins or
     None)."""
     if isinstance(bins, str):
-        raise NotImplementedError("gpuflow.histogram does not take bin estimators (a string "
-                                  "bins) yet")
+        first_edge, last_edge, n = _estimated_bins(a, bins, range, weights)
+        return _equal_edges(a, first_edge, last_edge, n)
     if np.ndim(bins) == 0:
         try:
             n = operator.index(bins)
@@ -154,15 +313,7 @@ def _get_bin_edges(a, bins, range):
         if n < 1:
             raise ValueError("`bins` must be positive, when an integer")
         first_edge, last_edge = _get_outer_edges(a, range)
-        bin_type = _result_type(first_edge, last_edge, a._expr.dtype)
-        if _inference.kind(bin_type) in "iu":
-            bin_type = _inference.promote_types([_Type(bin_type, ()),
-                                                 _Type("float64", (), True)])
-        edges = _linspace(first_edge, last_edge, n + 1, bin_type)
-        if np.any(edges[:-1] >= edges[1:]):
-            raise ValueError(f"Too many bins for data range. Cannot create {n} finite-sized "
-                             "bins.")
-        return edges, (first_edge, last_edge, n)
+        return _equal_edges(a, first_edge, last_edge, n)
     if np.ndim(bins) == 1:
         edges = _host(bins)
         if np.any(edges[:-1] > edges[1:]):
@@ -202,7 +353,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     """numpy.histogram: (hist, bin_edges) as RemoteArrays; NumPy's edges,
     bins and sums (see docs/ops.md, histogram)."""
     a, weights = _ravel_and_check_weights(a, weights)
-    edges, uniform = _get_bin_edges(a, bins, range)
+    edges, uniform = _get_bin_edges(a, bins, range, weights)
     n = _counts(a, weights, edges, uniform)
     bin_edges = _ra().asarray(edges, session=a.session)
     if density:
@@ -214,7 +365,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """numpy.histogram_bin_edges: the edges numpy.histogram would use."""
     a, weights = _ravel_and_check_weights(a, weights)
-    edges, _ = _get_bin_edges(a, bins, range)
+    edges, _ = _get_bin_edges(a, bins, range, weights)
     return _ra().asarray(edges, session=a.session)
 
 
