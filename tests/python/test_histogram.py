@@ -310,3 +310,69 @@ def test_stone_warns_at_its_upper_bound_as_numpy(session):
         edges = gf.histogram_bin_edges(session.asarray(host), bins="stone")
     check_all([(edges, np_histogram_bin_edges(host, bins=_np2_estimated_bins(host, "stone")))],
               exact=True)
+
+
+# ---- histogramdd and histogram2d ---------------------------------------------------------
+
+
+def _same_dd(got, want):
+    hist, edges = got
+    check_all([(hist, want[0])] + list(zip(edges, want[1])), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int16", "uint8"])
+def test_histogramdd_matches_numpy(session, dtype):
+    host = np.stack([_data(dtype, 1001) for _ in range(3)], axis=1)
+    x = session.asarray(host)
+    for kw in ({}, {"bins": 4}, {"bins": (3, 5, 2)}, {"bins": [[-20, 0, 20], 4, np.arange(9.0)]},
+               {"range": [(-5, 5), None, (0, 30)]}, {"bins": 6, "density": True},
+               {"bins": (3, [-50, 0, 0.5, 50], 2), "density": True}):
+        _same_dd(gf.histogramdd(x, **kw), np.histogramdd(host, **kw))
+    w = RNG.standard_normal(1001).astype(np.float32)
+    _same_dd(gf.histogramdd(x, bins=3, weights=session.asarray(w)),
+             np.histogramdd(host, bins=3, weights=w))
+
+
+def test_histogramdd_edges_nan_sequences_and_empty(session):
+    edges = np.linspace(0.0, 1.0, 5)
+    host = np.stack([np.concatenate([edges, [np.nan, -1.0, 2.0]])] * 2, axis=1)
+    host[3, 1] = np.nan
+    x = session.asarray(host)
+    # Values on every edge (the last in the last bin), NaN and outliers dropped.
+    _same_dd(gf.histogramdd(x, bins=[edges, edges]), np.histogramdd(host, bins=[edges, edges]))
+    cols = [RNG.standard_normal(50), RNG.integers(0, 9, 50)]
+    _same_dd(gf.histogramdd([session.asarray(c) for c in cols], bins=4),
+             np.histogramdd(cols, bins=4))
+    _same_dd(gf.histogramdd(cols, bins=(2, 3)), np.histogramdd(cols, bins=(2, 3)))
+    one = RNG.standard_normal(30)
+    _same_dd(gf.histogramdd(session.asarray(one)), np.histogramdd(one))
+    empty = np.zeros((0, 2))
+    _same_dd(gf.histogramdd(session.asarray(empty), bins=3), np.histogramdd(empty, bins=3))
+    with pytest.raises(ValueError, match="autodetected range of \\[nan, nan\\] is not finite"):
+        gf.histogramdd(x, bins=3)
+
+
+def test_histogram2d_matches_numpy(session):
+    hx, hy = RNG.standard_normal(777), RNG.standard_normal(777).astype(np.float32)
+    x, y = session.asarray(hx), session.asarray(hy)
+    for kw in ({}, {"bins": 7}, {"bins": (3, 8)}, {"bins": [-1.0, 0.0, 0.5, 2.0]},
+               {"bins": [np.arange(-3.0, 3.0), 4]}, {"range": [(-1, 1), (0, 2)], "bins": 5},
+               {"density": True, "bins": 6}, {"weights": RNG.random(777), "bins": 3}):
+        got = gf.histogram2d(x, y, **kw)
+        want = np.histogram2d(hx, hy, **kw)
+        check_all(list(zip(got, want)), rtol=1e-12)
+
+
+def test_histogramdd_errors_are_numpys(session):
+    x = session.asarray(np.zeros((5, 2)))
+    for kw, error in [({"bins": (2, 3, 4)}, ValueError), ({"range": [(0, 1)]}, ValueError),
+                      ({"bins": 0}, ValueError), ({"bins": 2.5}, TypeError),
+                      ({"bins": [[0, 2, 1], 3]}, ValueError), ({"bins": [[[0, 1]], 3]}, ValueError),
+                      ({"weights": np.ones(4)}, ValueError)]:
+        with pytest.raises(error) as want:
+            np.histogramdd(np.zeros((5, 2)), **kw)
+        with pytest.raises(error) as got:
+            gf.histogramdd(x, **kw)
+        assert str(got.value).split() == str(want.value).split()  # 1.24: "the  sample"
+    with pytest.raises(ValueError, match="x and y must have the same length."):
+        gf.histogram2d(session.asarray(np.zeros(3)), session.asarray(np.zeros(4)))

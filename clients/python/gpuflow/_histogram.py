@@ -1,5 +1,5 @@
-"""numpy.histogram, histogram_bin_edges and digitize on the server's
-histogram and searchsorted ops.
+"""numpy.histogram, histogram_bin_edges, histogram2d, histogramdd and
+digitize on the server's histogram, searchsorted and scatter ops.
 
     h, edges = gf.histogram(x, bins=256, range=(0.0, 1.0))   # lazy, no round trip
     h, edges = gf.histogram(x, bins=10)        # one Execute learns x.min(), x.max()
@@ -422,4 +422,141 @@ def digitize(x, bins, right=False):
     return _sorting.searchsorted(b, x, side=side)
 
 
-__all__ = ["digitize", "histogram", "histogram_bin_edges"]
+# ---- numpy.histogramdd and histogram2d ------------------------------------------------
+
+def _sample_columns(sample):
+    """NumPy's (N, D) sample: a 2-D array as it is, anything else (a
+    sequence of coordinate arrays) as the columns of atleast_2d(sample).T."""
+    from gpuflow import functions
+
+    ra = _ra()
+    if isinstance(sample, (ra.RemoteArray, np.ndarray)) and sample.ndim == 2:
+        return sample if isinstance(sample, ra.RemoteArray) else ra.asarray(sample)
+    if isinstance(sample, ra.RemoteArray):
+        if sample.ndim > 2:
+            raise ValueError(f"too many values to unpack (expected 2, got {sample.ndim})")
+        return sample.reshape((-1, 1))
+    if isinstance(sample, (list, tuple)) and any(isinstance(s, ra.RemoteArray) for s in sample):
+        session = ra.session_of(list(sample))
+        cols = [s if isinstance(s, ra.RemoteArray) else ra.asarray(s, session=session)
+                for s in sample]
+        if any(c.ndim != 1 for c in cols):
+            raise ValueError("gpuflow.histogramdd takes a sequence of 1-D coordinate arrays")
+        return functions.stack(cols, axis=1)
+    host = np.atleast_2d(np.asarray(sample)).T
+    if host.ndim != 2:
+        raise ValueError(f"too many values to unpack (expected 2, got {host.ndim})")
+    return ra.asarray(host)
+
+
+def _scattered_counts(flat, weights, length, session):
+    """numpy.bincount(flat, weights, minlength=length) for int64 indices
+    known to lie in [0, length): int64 counts or float64 sums."""
+    from gpuflow import _select, functions
+
+    if weights is None:
+        return _select.scatter(functions.zeros(length, "int64", session=session), flat,
+                               np.int64(1), "add")
+    return _select.scatter(functions.zeros(length, "float64", session=session), flat,
+                           weights.astype("float64"), "add")
+
+
+def histogramdd(sample, bins=10, range=None, density=None, weights=None):
+    """numpy.histogramdd: (hist, edges), the float64 histogram of the (N, D)
+    sample (or a sequence of D coordinate arrays) and a list of D edge
+    arrays, as NumPy computes them: per dimension equal edges
+    (numpy.linspace of the outer edges) or the given ones, each value's bin
+    from searchsorted (side right; a value on the last edge goes in the last
+    bin), one scatter-add of the flattened multi-index. The minima and
+    maxima come back in one Execute for every dimension without a range."""
+    from gpuflow import _select, _sorting
+
+    ra = _ra()
+    x = _sample_columns(sample)
+    n_samples, dims = x.shape
+    session = x.session
+    if _inference.is_complex(x._expr.dtype):
+        raise NotImplementedError("gpuflow.histogramdd of complex values is not supported yet")
+    if weights is not None:
+        weights = weights if isinstance(weights, ra.RemoteArray) else \
+            ra.asarray(weights, session=session)
+        if weights.shape != (n_samples,):
+            raise ValueError("The weights and list don't have the same length.")
+        if _inference.is_complex(weights._expr.dtype):
+            raise NotImplementedError("gpuflow.histogramdd does not take complex weights yet")
+    try:
+        if len(bins) != dims:
+            raise ValueError("The dimension of bins must be equal to the dimension of the "
+                             "sample x.")
+    except TypeError:
+        bins = dims * [bins]
+    if range is None:
+        range = (None,) * dims
+    elif len(range) != dims:
+        raise ValueError("range argument must have one entry per dimension")
+    extremes = None
+    if n_samples and any(np.ndim(bins[i]) == 0 and range[i] is None
+                         for i in builtins.range(dims)):
+        extremes = _select.evaluate_keeping([x.min(axis=0), x.max(axis=0)], x)
+    edges, nbin = [], []
+    for i in builtins.range(dims):
+        column = x[:, i]
+        if np.ndim(bins[i]) == 0:
+            if bins[i] < 1:
+                raise ValueError(f"`bins[{i}]` must be positive, when an integer")
+            own = None if extremes is None else (extremes[0][i], extremes[1][i])
+            smin, smax = _get_outer_edges(column, range[i], own)
+            try:
+                n = operator.index(bins[i])
+            except TypeError as e:
+                raise TypeError(f"`bins[{i}]` must be an integer, when a scalar") from e
+            dt = _inference.promote_types([_type_of(smin), _type_of(smax),
+                                           _Type("float64", (), True)])
+            edge = _linspace(smin, smax, n + 1, dt)
+        elif np.ndim(bins[i]) == 1:
+            edge = _host(bins[i])
+            if np.any(edge[:-1] > edge[1:]):
+                raise ValueError(f"`bins[{i}]` must be monotonically increasing, when an array")
+        else:
+            raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
+        edges.append(edge)
+        nbin.append(len(edge) + 1)  # an outlier bin at each end
+    flat = None
+    stride = 1
+    for i in reversed(builtins.range(dims)):
+        column = x[:, i]
+        remote_edges = ra.asarray(edges[i], session=session)
+        index = _sorting.searchsorted(remote_edges, column, side="right")
+        index = index - (column == edges[i][-1]).astype("int64")
+        term = index * stride if stride != 1 else index
+        flat = term if flat is None else flat + term
+        stride *= nbin[i]
+    hist = _scattered_counts(flat, weights, stride, session).astype("float64")
+    hist = hist.reshape(tuple(nbin))[(slice(1, -1),) * dims]
+    if density:
+        s = hist.sum()
+        for i in builtins.range(dims):
+            shape = [1] * dims
+            shape[i] = nbin[i] - 2
+            hist = hist / ra.asarray(np.diff(edges[i]).reshape(shape), session=session)
+        hist = hist / s
+    return hist, [ra.asarray(e, session=session) for e in edges]
+
+
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
+    """numpy.histogram2d: histogramdd of the coordinates (x, y); returns
+    (hist, xedges, yedges)."""
+    if len(x) != len(y):
+        raise ValueError("x and y must have the same length.")
+    try:
+        count = len(bins)
+    except TypeError:
+        count = 1
+    if count != 1 and count != 2:
+        both = _host(bins)
+        bins = [both, both]
+    hist, edges = histogramdd([x, y], bins, range, density, weights)
+    return hist, edges[0], edges[1]
+
+
+__all__ = ["digitize", "histogram", "histogram2d", "histogram_bin_edges", "histogramdd"]
