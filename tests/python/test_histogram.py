@@ -376,3 +376,21 @@ def test_histogramdd_errors_are_numpys(session):
         assert str(got.value).split() == str(want.value).split()  # 1.24: "the  sample"
     with pytest.raises(ValueError, match="x and y must have the same length."):
         gf.histogram2d(session.asarray(np.zeros(3)), session.asarray(np.zeros(4)))
+
+
+def test_estimators_and_histogramdd_evaluate_as_documented(session, monkeypatch):
+    from gpuflow import remote_array
+
+    calls = []
+    real = remote_array._execute
+    monkeypatch.setattr(remote_array, "_execute",
+                        lambda *args, **kw: calls.append(1) or real(*args, **kw))
+    x = session.asarray(_data("float32", 3003))
+    for make, executes in [(lambda: gf.histogram(x, bins="auto"), 1),  # min, max, percentiles
+                           (lambda: gf.histogram(x, bins="doane", range=(-5, 5)), 2),  # + count
+                           (lambda: gf.histogram(x, bins="stone"), 2),  # + the sums of squares
+                           (lambda: gf.histogramdd(x.reshape((-1, 3)), bins=4), 1)]:
+        del calls[:]
+        result = make()
+        assert len(calls) == executes
+        gf.evaluate(result[0])
