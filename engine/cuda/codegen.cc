@@ -134,6 +134,17 @@ std::string EmitElementwiseNodes(const ValidatedGraph& graph, const std::vector<
   std::string body;
   for (int n : nodes) {
     const ValidatedNode& node = graph.nodes[n];
+    if (node.op->name == "bitcast") {
+      // The input's bytes, in its register type, read as the output's.
+      const ValueRef& ref = node.inputs[0];
+      const bool internal = ref.kind == ValueRef::Kind::kNode &&
+                            std::find(nodes.begin(), nodes.end(), ref.index) != nodes.end();
+      const char* to = RegisterTypeName(node.type.output.dtype);
+      absl::StrAppend(&body, "      const ", to, " v", n, " = gf::bit_as<", to, ", ",
+                      RegisterTypeName(node.type.compute_dtype), ">(",
+                      internal ? absl::StrCat("v", ref.index) : expr(ref), ");\n");
+      continue;
+    }
     const char* c = ComputeClassName(node.type.compute_dtype);
     const char* kt = RegisterTypeName(node.type.compute_dtype);
     std::vector<std::string> args;

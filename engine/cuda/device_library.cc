@@ -279,6 +279,32 @@ template <class C> __device__ __forceinline__ bool op_logical_xor(C a, C b) { re
 template <class C> __device__ __forceinline__ C op_bitwise_and(C a, C b) { if constexpr (same<C, bool>::v) return a && b; else return a & b; }
 template <class C> __device__ __forceinline__ C op_bitwise_or(C a, C b) { if constexpr (same<C, bool>::v) return a || b; else return a | b; }
 template <class C> __device__ __forceinline__ C op_bitwise_xor(C a, C b) { if constexpr (same<C, bool>::v) return a != b; else return a ^ b; }
+// gcd, lcm: on the magnitudes in 64 bits (C is i64 or u64), wrapping as the
+// reference does.
+template <class C> __device__ __forceinline__ u64 magnitude(C a) {
+  if constexpr (same<C, i64>::v) return a < 0 ? 0ull - (u64)a : (u64)a; else return (u64)a;
+}
+__device__ __forceinline__ u64 euclid_gcd(u64 a, u64 b) {
+  while (b != 0) { u64 r = a % b; a = b; b = r; }
+  return a;
+}
+template <class C> __device__ __forceinline__ C op_gcd(C a, C b) { return (C)euclid_gcd(magnitude(a), magnitude(b)); }
+template <class C> __device__ __forceinline__ C op_lcm(C a, C b) {
+  u64 x = magnitude(a), y = magnitude(b), g = euclid_gcd(x, y);
+  return g == 0 ? (C)0 : (C)(x / g * y);
+}
+// bit_as<To, From>(v): v's bytes read as To (the bitcast op). A value that
+// arrives in another type (a literal parameter) is first converted to From,
+// the input's own type, exactly; one in From is copied untouched (NaN
+// payloads and signs too).
+template <class To, class From, class X> __device__ __forceinline__ To bit_as(X x) {
+  static_assert(sizeof(To) == sizeof(From), "bitcast keeps the item size");
+  From v;
+  if constexpr (same<X, From>::v) v = x; else v = cv<From>(x);
+  To r;
+  memcpy(&r, &v, sizeof(To));
+  return r;
+}
 
 // ---- ternary ----
 template <class C> __device__ __forceinline__ C op_clip(C x, C lo, C hi) {

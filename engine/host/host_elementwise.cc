@@ -4,6 +4,7 @@
 // does not define is an error rather than a silent conversion.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -563,6 +564,39 @@ GPUFLOW_BITWISE_OP(BitwiseOrOp, |)
 GPUFLOW_BITWISE_OP(BitwiseXorOp, ^)
 #undef GPUFLOW_BITWISE_OP
 
+// numpy.gcd and numpy.lcm: on the magnitudes, computed in 64 bits and wrapped
+// to the dtype on the store (gcd(INT64_MIN, 0) is INT64_MIN, as NumPy's).
+inline uint64_t Magnitude(int64_t a) {
+  return a < 0 ? uint64_t{0} - static_cast<uint64_t>(a) : static_cast<uint64_t>(a);
+}
+inline uint64_t Magnitude(uint64_t a) { return a; }
+inline uint64_t EuclidGcd(uint64_t a, uint64_t b) {
+  while (b != 0) {
+    const uint64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+struct GcdOp {
+  template <typename C>
+  static constexpr bool kSupports = std::is_same_v<C, int64_t> || kIsUInt<C>;
+  template <typename C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(EuclidGcd(Magnitude(a), Magnitude(b)));
+  }
+};
+struct LcmOp {
+  template <typename C>
+  static constexpr bool kSupports = std::is_same_v<C, int64_t> || kIsUInt<C>;
+  template <typename C>
+  C operator()(C a, C b) const {
+    const uint64_t x = Magnitude(a), y = Magnitude(b);
+    const uint64_t g = EuclidGcd(x, y);
+    return g == 0 ? C{0} : static_cast<C>(x / g * y);
+  }
+};
+
 // ---- Ternary ops --------------------------------------------------------------------
 
 // numpy.clip: min(max(x, lo), hi) where a NaN anywhere is the result and
@@ -757,6 +791,8 @@ const absl::flat_hash_map<std::string, OpEntry>& ElementwiseOps() {
       {"bitwise_and", Binary<BitwiseAndOp>()},
       {"bitwise_or", Binary<BitwiseOrOp>()},
       {"bitwise_xor", Binary<BitwiseXorOp>()},
+      {"gcd", Binary<GcdOp>()},
+      {"lcm", Binary<LcmOp>()},
       {"where", {3, &RunOp<IdentityOp, Arity::kWhere>}},
       {"clip", {3, &RunOp<ClipOp, Arity::kTernary>}},
   };
@@ -768,6 +804,18 @@ const absl::flat_hash_map<std::string, OpEntry>& ElementwiseOps() {
 absl::Status RunElementwise(const ValidatedNode& node, absl::Span<const HostConstView> inputs,
                             const HostView& out, const HostKernelOptions& options) {
   const std::string& name = node.op->name;
+  if (name == "bitcast") {
+    // The same bytes, read as out's dtype (validation kept the item size).
+    if (inputs.size() != 1 || inputs[0].shape.num_elements() != out.shape.num_elements() ||
+        ItemSize(inputs[0].dtype) != ItemSize(out.dtype)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bitcast of ", inputs.size(), " input(s) to ", DTypeName(out.dtype), " ",
+                       out.shape.ToString(), ": expected one input of the same size"));
+    }
+    const size_t bytes = static_cast<size_t>(out.shape.num_elements() * ItemSize(out.dtype));
+    if (bytes != 0) std::memcpy(out.data, inputs[0].data, bytes);
+    return absl::OkStatus();
+  }
   auto it = ElementwiseOps().find(name);
   if (it == ElementwiseOps().end()) {
     return absl::UnimplementedError(absl::StrCat("no host kernel for elementwise op '", name, "'"));

@@ -46,7 +46,8 @@ const absl::flat_hash_map<std::string, HostFamily>& HostFamilies() {
           "ne",          "lt",          "le",          "gt",         "ge",          "logical_and",
           "logical_or",  "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "where",
           "clip",        "cast",        "real",        "imag",       "conj",        "angle",
-          "asin",        "acos",        "atan",        "asinh",      "acosh",       "atanh"}) {
+          "asin",        "acos",        "atan",        "asinh",      "acosh",       "atanh",
+          "gcd",         "lcm",         "bitcast"}) {
       (*m)[op] = HostFamily::kElementwise;
     }
     for (const char* op : {"sum", "prod", "min", "max", "mean", "var", "std", "argmin", "argmax",

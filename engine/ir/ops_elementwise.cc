@@ -119,6 +119,7 @@ enum class BinaryRule {
   kCompare,      // bool, computed in the promoted dtype
   kLogical,      // bool, computed in bool
   kIntegerOnly,  // promoted; ints and bool only
+  kInteger,      // promoted; ints only (gcd, lcm: NumPy has no bool loop)
 };
 
 InferFn BinaryInfer(std::string op, BinaryRule rule, std::string bool_hint = "",
@@ -161,6 +162,14 @@ InferFn BinaryInfer(std::string op, BinaryRule rule, std::string bool_hint = "",
                              : absl::StrCat(" (which promote to ", DTypeName(p), ")"));
         }
         return Inferred(p, std::move(shape), p);
+      case BinaryRule::kInteger:
+        if (!IsInteger(p)) {
+          return Invalid(op, " requires integer inputs, got ", DescribeAll(in),
+                         IsInteger(in[0].dtype) && IsInteger(in[1].dtype)
+                             ? absl::StrCat(" (which promote to ", DTypeName(p), ")")
+                             : "");
+        }
+        return Inferred(p, std::move(shape), p);
     }
     return Invalid("unhandled rule");
   };
@@ -183,6 +192,23 @@ absl::StatusOr<InferredNode> InferClip(Inputs in, AttrMap&) {
 absl::StatusOr<InferredNode> InferCast(Inputs in, AttrMap& attrs) {
   const DType dtype = *Get<DType>(attrs, "dtype");
   return Inferred(dtype, in[0].shape, dtype);
+}
+
+// bitcast: the same bytes read as another dtype of the same size (numpy's
+// view(dtype) when the size is kept). Bool is refused on either side: a byte
+// other than 0 or 1 is not a bool value.
+absl::StatusOr<InferredNode> InferBitcast(Inputs in, AttrMap& attrs) {
+  const DType to = *Get<DType>(attrs, "dtype");
+  const DType from = in[0].dtype;
+  if (from == DType::kBool || to == DType::kBool) {
+    return Invalid("bitcast does not take bool (from ", DTypeName(from), " to ", DTypeName(to),
+                   "); cast converts values");
+  }
+  if (ItemSize(from) != ItemSize(to)) {
+    return Invalid("bitcast from ", DTypeName(from), " (", ItemSize(from), " bytes) to ",
+                   DTypeName(to), " (", ItemSize(to), " bytes): the sizes differ");
+  }
+  return Inferred(to, in[0].shape, from);
 }
 
 }  // namespace
@@ -298,6 +324,12 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
   binary("bitwise_and", BinaryRule::kIntegerOnly, "x & y; promoted dtype, ints and bool only");
   binary("bitwise_or", BinaryRule::kIntegerOnly, "x | y; promoted dtype, ints and bool only");
   binary("bitwise_xor", BinaryRule::kIntegerOnly, "x ^ y; promoted dtype, ints and bool only");
+  binary("gcd", BinaryRule::kInteger,
+         "greatest common divisor of |x| and |y| (gcd(0, 0) = 0), as numpy.gcd; promoted dtype, "
+         "ints only (the result wraps as NumPy's: gcd(int8 -128, 0) = -128)");
+  binary("lcm", BinaryRule::kInteger,
+         "least common multiple of |x| and |y| (0 when either is 0), as numpy.lcm; promoted "
+         "dtype, ints only, wrapping");
 
   elementwise("where", 3, "where(cond, x, y): x where cond != 0, else y; promotion of x and y",
               InferWhere);
@@ -307,6 +339,12 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
              {Attr("dtype", AttrType::kDType, true, "the target dtype")},
              "converts to `dtype`; float -> int truncates toward zero, anything -> bool is x != 0",
              InferCast));
+  ops.push_back(MakeOp(
+      "bitcast", OpFamily::kElementwise, 1, 1,
+      {Attr("dtype", AttrType::kDType, true, "the dtype to read the bytes as")},
+      "the same bytes read as `dtype`, which has the input's item size (numpy's view(dtype)); not "
+      "for bool",
+      InferBitcast));
 }
 
 }  // namespace gpuflow::internal

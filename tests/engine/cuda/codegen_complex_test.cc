@@ -131,8 +131,24 @@ TEST(CodegenComplexTest, EveryComplexElementwiseOpAndCastCompilesForSm90) {
       from.nodes.push_back(m);
       add(from, {1}, other.dtype, {9});
     }
+    int same_size = 0;  // bitcasts both ways (complex64: int64, uint64, float64, itself)
+    for (const DTypeInfo& other : AllDTypes()) {
+      if (other.itemsize != ItemSize(dtype)) continue;
+      ++same_size;
+      Graph to;
+      Node n = MakeNode("b", "bitcast", {Input::Array("x")});
+      n.attrs["dtype"] = other.dtype;
+      to.nodes.push_back(n);
+      add(to, {9}, dtype, {});
+      Graph from;
+      Node m = MakeNode("b", "bitcast", {Input::Array("y")});
+      m.attrs["dtype"] = dtype;
+      from.nodes.push_back(m);
+      add(from, {1}, other.dtype, {9});
+    }
+    EXPECT_EQ(same_size, dtype == DType::kComplex64 ? 4 : 1);
     ExpectCompilesForSm90(program, std::string(DTypeName(dtype)) + ".cu");
-    EXPECT_EQ(kernels, 28 + 16 * 2 + 1 + 15 * 2);
+    EXPECT_EQ(kernels, 28 + 16 * 2 + 1 + 15 * 2 + 2 * same_size);
   }
 }
 

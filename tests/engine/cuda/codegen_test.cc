@@ -28,10 +28,10 @@ const char* const kUnary[] = {"neg",        "abs",   "sign",  "square",      "sq
                               "erf",        "floor", "ceil",  "round",       "relu",
                               "reciprocal", "isnan", "isinf", "logical_not", "bitwise_not"};
 const char* const kBinary[] = {
-    "add",         "sub",         "mul",        "div",        "floordiv",    "mod",
-    "pow",         "maximum",     "minimum",    "atan2",      "eq",          "ne",
-    "lt",          "le",          "gt",         "ge",         "logical_and", "logical_or",
-    "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"};
+    "add",         "sub",         "mul",        "div",         "floordiv",    "mod",
+    "pow",         "maximum",     "minimum",    "atan2",       "eq",          "ne",
+    "lt",          "le",          "gt",         "ge",          "logical_and", "logical_or",
+    "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "gcd",         "lcm"};
 
 // Validates and plans `graph` over arrays x (shape_x) and y (shape_y) of
 // `dtype`; empty when the registry rejects it (e.g. neg of bool). Without
@@ -105,6 +105,17 @@ TEST(CodegenTest, EveryElementwiseOpAndDtypeCompilesForSm90) {
       n.attrs["dtype"] = to.dtype;
       cast.nodes.push_back(n);
       add(cast, {9}, {});
+      if (ItemSize(to.dtype) != info.itemsize) continue;
+      Graph bits;  // the array's own bytes, and a value computed in the kernel
+      Node direct = MakeNode("b", "bitcast", {Input::Array("x")});
+      direct.attrs["dtype"] = to.dtype;
+      bits.nodes.push_back(direct);
+      bits.nodes.push_back(MakeNode("t", "add", {Input::Array("x"), Input::Array("y")}));
+      Node computed = MakeNode("c", "bitcast", {Input::Node("t")});
+      computed.attrs["dtype"] = to.dtype;
+      bits.nodes.push_back(computed);
+      bits.nodes.push_back(MakeNode("s", "add", {Input::Node("b"), Input::Node("c")}));
+      add(bits, {4096}, {4096});
     }
     CompileOptions options;
     options.arch = 90;

@@ -280,6 +280,22 @@ TEST(HostElementwiseTest, BinaryIntegerOpsMatchWideReference) {
     check("bitwise_and", d, [&](__int128 x, __int128 y) { return u(x & y); });
     check("bitwise_or", d, [&](__int128 x, __int128 y) { return u(x | y); });
     check("bitwise_xor", d, [&](__int128 x, __int128 y) { return u(x ^ y); });
+    // numpy.gcd / numpy.lcm: on the magnitudes, wrapped to the dtype.
+    auto gcd = [](__int128 x, __int128 y) {
+      unsigned __int128 a = x < 0 ? -x : x, b = y < 0 ? -y : y;
+      while (b != 0) {
+        const unsigned __int128 r = a % b;
+        a = b;
+        b = r;
+      }
+      return a;
+    };
+    check("gcd", d, [&](__int128 x, __int128 y) { return u(gcd(x, y)); });
+    check("lcm", d, [&](__int128 x, __int128 y) {
+      const unsigned __int128 g = gcd(x, y);
+      const unsigned __int128 ax = x < 0 ? -x : x, ay = y < 0 ? -y : y;
+      return g == 0 ? uint64_t{0} : u(static_cast<__int128>(ax / g * ay));
+    });
     check("eq", DType::kBool, [](__int128 x, __int128 y) { return x == y; });
     check("ne", DType::kBool, [](__int128 x, __int128 y) { return x != y; });
     check("lt", DType::kBool, [](__int128 x, __int128 y) { return x < y; });
@@ -442,6 +458,52 @@ TEST(HostElementwiseTest, BoolBinaryOps) {
   ExpectValues(RunBinary("floordiv", a, b, a.shape, DType::kInt8, DType::kInt8), {0, 0, 0, 1});
   EXPECT_THAT(RunNode(MakeNode("sub", {a.type(), b.type()}, {k, a.shape}, k), {a, b}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sub")));
+}
+
+// NumPy's values: gcd(-12, 18) = 6, lcm(-4, 6) = 12, gcd(0, 0) = 0,
+// lcm(0, 5) = 0; in int8, gcd(-128, 0) = -128 and lcm(100, 3) = 44 (wrapped).
+TEST(HostElementwiseTest, GcdAndLcmMatchNumpy) {
+  const TestArray a = MakeArray(DType::kInt8, S({5}), {-12, 0, 0, -128, 100});
+  const TestArray b = MakeArray(DType::kInt8, S({5}), {18, 0, 5, 0, 3});
+  const DType k = DType::kInt8;
+  ExpectValues(RunBinary("gcd", a, b, a.shape, k, k), {6, 0, 5, -128, 1});
+  ExpectValues(RunBinary("lcm", a, b, a.shape, k, k), {36, 0, 0, 0, 44});
+  const TestArray big = MakeArray(DType::kUInt64, S({1}), {9223372036854775808.0});  // 2^63
+  const TestArray other = MakeArray(DType::kUInt64, S({1}), {3298534883328.0});      // 3 * 2^40
+  const TestArray g = RunBinary("gcd", big, other, big.shape, DType::kUInt64, DType::kUInt64);
+  EXPECT_EQ(g.Bits64(0), uint64_t{1} << 40);
+}
+
+// bitcast copies the bytes: float32 -1.5 is 0xbfc00000, -0.0 and NaN keep
+// their sign bit, float16 1.0 is 0x3c00, complex64 (1, -2) is two floats.
+TEST(HostElementwiseTest, BitcastKeepsTheBytes) {
+  const TestArray f = MakeArray(DType::kFloat32, S({4}), {-1.5, -0.0, -kNaN, kInf});
+  absl::StatusOr<TestArray> i = RunNode(MakeNode("bitcast", {f.type()}, {DType::kInt32, f.shape},
+                                                 DType::kFloat32, {{"dtype", DType::kInt32}}),
+                                        {f});
+  ASSERT_THAT(i, IsOk());
+  EXPECT_EQ(static_cast<uint32_t>(i->Raw<int32_t>(0)), 0xbfc00000u);
+  EXPECT_EQ(static_cast<uint32_t>(i->Raw<int32_t>(1)), 0x80000000u);
+  EXPECT_LT(i->Raw<int32_t>(2), 0);  // the sign of -NaN
+  EXPECT_EQ(i->Raw<int32_t>(3), 0x7f800000);
+  const TestArray h = MakeArray(DType::kFloat16, S({2, 1}), {1.0, -2.0});
+  absl::StatusOr<TestArray> u = RunNode(MakeNode("bitcast", {h.type()}, {DType::kUInt16, h.shape},
+                                                 DType::kFloat16, {{"dtype", DType::kUInt16}}),
+                                        {h});
+  ASSERT_THAT(u, IsOk());
+  ExpectValues(*u, {0x3c00, 0xc000});
+  const TestArray empty = Empty(DType::kFloat64, S({0, 3}));
+  absl::StatusOr<TestArray> e =
+      RunNode(MakeNode("bitcast", {empty.type()}, {DType::kInt64, empty.shape}, DType::kFloat64,
+                       {{"dtype", DType::kInt64}}),
+              {empty});
+  ASSERT_THAT(e, IsOk());
+  EXPECT_EQ(e->size(), 0);
+  // A node whose output does not keep the input's bytes is refused.
+  EXPECT_THAT(RunNode(MakeNode("bitcast", {f.type()}, {DType::kInt16, f.shape}, DType::kFloat32,
+                               {{"dtype", DType::kInt16}}),
+                      {f}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bitcast")));
 }
 
 TEST(HostElementwiseTest, MixedDTypesConvertToTheComputeDType) {

@@ -126,7 +126,7 @@ TEST(OpRegistryTest, ListsExactlyTheOpsOfTheDocs) {
   std::set<std::string> registered;
   for (const OpDef& op : OpRegistry::Default().ops()) registered.insert(op.name);
   EXPECT_EQ(registered, documented);
-  EXPECT_EQ(registered.size(), 101u);
+  EXPECT_EQ(registered.size(), 104u);
 }
 
 TEST(OpRegistryTest, OpsAreSortedAndFindable) {
@@ -563,6 +563,60 @@ TEST(ElementwiseTest, CastGivesTheAttributeDType) {
                 IsOkAndHolds(Produces(info.dtype, S({2, 2}), info.dtype)));
     EXPECT_THAT(attrs, ElementsAre(Pair("dtype", VariantWith<DType>(info.dtype))));
   }
+}
+
+// numpy.gcd / numpy.lcm have loops for the ints only.
+TEST(ElementwiseTest, GcdAndLcmTakeIntsOnly) {
+  for (const char* op : {"gcd", "lcm"}) {
+    EXPECT_THAT(Infer(op, {T(DType::kInt8, {3}), T(DType::kUInt8, {3})}),
+                IsOkAndHolds(Produces(DType::kInt16, S({3}), DType::kInt16)))
+        << op;
+    EXPECT_THAT(Infer(op, {T(DType::kUInt32), WeakIntType()}),
+                IsOkAndHolds(HasDTypes(DType::kUInt32, DType::kUInt32)))
+        << op;
+    EXPECT_THAT(Infer(op, {T(DType::kBool), T(DType::kBool)}),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         absl::StrCat(op, " requires integer inputs, got bool and bool")));
+    EXPECT_THAT(Infer(op, {T(DType::kInt64), T(DType::kUInt64)}),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         absl::StrCat(op,
+                                      " requires integer inputs, got int64 and uint64 (which "
+                                      "promote to float64)")));
+    EXPECT_THAT(Infer(op, {T(DType::kInt32), WeakFloatType()}),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         absl::StrCat(op, " requires integer inputs, got int32 and Python float")));
+  }
+}
+
+// bitcast keeps the bytes: equal item sizes only, never bool; the compute
+// dtype is the input's (its bytes are what the kernels copy).
+TEST(ElementwiseTest, BitcastKeepsTheItemSize) {
+  int pairs = 0;
+  for (const DTypeInfo& from : AllDTypes()) {
+    for (const DTypeInfo& to : AllDTypes()) {
+      AttrMap attrs = {{"dtype", to.dtype}};
+      absl::StatusOr<InferredNode> r = InferAttrs("bitcast", {T(from.dtype, {2, 3})}, attrs);
+      if (from.itemsize == to.itemsize && from.dtype != DType::kBool && to.dtype != DType::kBool) {
+        EXPECT_THAT(r, IsOkAndHolds(Produces(to.dtype, S({2, 3}), from.dtype)))
+            << from.name << " -> " << to.name;
+        ++pairs;
+      } else {
+        EXPECT_THAT(r, StatusIs(absl::StatusCode::kInvalidArgument))
+            << from.name << " -> " << to.name;
+      }
+    }
+  }
+  // 1 byte: int8, uint8; 2: int16, uint16, float16, bfloat16; 4: int32,
+  // uint32, float32; 8: int64, uint64, float64, complex64; 16: complex128.
+  EXPECT_EQ(pairs, 2 * 2 + 4 * 4 + 3 * 3 + 4 * 4 + 1);
+  AttrMap attrs = {{"dtype", DType::kInt16}};
+  EXPECT_THAT(InferAttrs("bitcast", {T(DType::kFloat32)}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "bitcast from float32 (4 bytes) to int16 (2 bytes): the sizes differ"));
+  attrs = {{"dtype", DType::kBool}};
+  EXPECT_THAT(InferAttrs("bitcast", {T(DType::kUInt8)}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("bitcast does not take bool (from uint8 to bool)")));
 }
 
 // ---- reductions ---------------------------------------------------------------------
