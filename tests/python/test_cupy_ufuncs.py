@@ -469,3 +469,41 @@ def test_operators_are_ufuncs_with_numpy_semantics(session):
     ops = [operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
            operator.and_, operator.or_, operator.xor, operator.truediv]
     check_all([(op(a, 5), op(a_np, 5)) for op in ops] + [(op(5, a), op(5, a_np)) for op in ops])
+
+
+# ---- gcd and lcm (server ops) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64", "uint64"])
+def test_gcd_and_lcm_match_numpy(session, dtype):
+    rng = np.random.default_rng(7)
+    info = np.iinfo(dtype)
+    a_np = rng.integers(max(info.min, -1000), min(info.max, 1000), size=37, endpoint=True,
+                        dtype=dtype)
+    b_np = rng.integers(max(info.min, -1000), min(info.max, 1000), size=37, endpoint=True,
+                        dtype=dtype)
+    a_np[:3] = [0, 0, 12]
+    b_np[:3] = [0, 5, 18]
+    a, b = session.asarray(a_np), session.asarray(b_np)
+    for name in ("gcd", "lcm"):
+        got = getattr(gf, name)(a, b).get()
+        want = getattr(np, name)(a_np, b_np)
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    # A weak Python int keeps the array's dtype; an empty array stays empty.
+    np.testing.assert_array_equal(gf.gcd(a, 6).get(), np.gcd(a_np, 6))
+    assert gf.lcm(session.asarray(np.zeros(0, dtype)), 4).get().shape == (0,)
+
+
+def test_gcd_and_lcm_wrap_and_refuse_as_numpy(session):
+    a = session.asarray(np.array([-128, 100, -12], np.int8))
+    b = session.asarray(np.array([0, 3, 18], np.int8))
+    np.testing.assert_array_equal(gf.gcd(a, b).get(), np.array([-128, 1, 6], np.int8))
+    np.testing.assert_array_equal(gf.lcm(a, b).get(), np.array([0, 44, 36], np.int8))
+    for bad in (session.asarray(np.array([1.0, 2.0])), session.asarray(np.array([True]))):
+        with pytest.raises(TypeError):
+            gf.gcd(bad, bad)
+        with pytest.raises(TypeError):
+            np.gcd(bad.get(), bad.get())
+    with pytest.raises(TypeError):
+        gf.lcm(session.asarray(np.array([1], np.int64)), session.asarray(np.array([1], np.uint64)))

@@ -327,6 +327,8 @@ for _op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "lo
     _BINARY[_op] = "bool"
 for _op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     _BINARY[_op] = "integer"
+for _op in ("gcd", "lcm"):
+    _BINARY[_op] = "int_only"  # NumPy has no bool loop for them
 
 # NumPy's own messages where it has one.
 _BOOL_MESSAGES = {
@@ -404,7 +406,7 @@ def _binary(op, types):
         return float_loop(types)
     if rule == "bool":
         return "bool"
-    if is_float(p) or is_complex(p):
+    if is_float(p) or is_complex(p) or (rule == "int_only" and p == "bool"):
         raise _no_loop(op)
     return p
 

@@ -551,7 +551,7 @@ _SIMPLE_BINARY = {
     "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div",
     "floor_divide": "floordiv", "remainder": "mod", "power": "pow", "maximum": "maximum",
     "minimum": "minimum", "arctan2": "atan2", "bitwise_and": "bitwise_and",
-    "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
+    "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "gcd": "gcd", "lcm": "lcm",
 }
 _COMPARISONS = {
     "equal": "eq", "not_equal": "ne", "less": "lt", "less_equal": "le", "greater": "gt",
