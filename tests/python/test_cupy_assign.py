@@ -168,8 +168,10 @@ def test_ndarray_members(session):
                                        np.array([1, 0], np.int8))])
     with pytest.raises(ValueError, match="matrix transpose with ndim < 2 is undefined"):
         session.asarray(np.ones(3)).mT
-    with pytest.raises(NotImplementedError, match="bit-cast"):
-        x.view(np.int32)
+    with pytest.raises(NotImplementedError, match="item size"):
+        x.view(np.int16)
+    with pytest.raises(NotImplementedError, match="bool"):
+        session.asarray(np.zeros(2, np.int8)).view(np.bool_)
     with pytest.raises(TypeError, match="array does not have imaginary part to set"):
         x.imag = 1
     y = session.asarray(np.ones(2))
@@ -225,3 +227,43 @@ def test_reductions_and_scans_take_out(session):
         x.sum(axis=1, out=s)
     with pytest.raises(ValueError, match="output array is not acceptable"):
         gf.dot(x, x.T, out=gf.zeros((3, 3), np.float32, session=session))
+
+
+def test_views_of_the_same_item_size_read_the_bytes(session):
+    """view(dtype) across kinds is the server's bitcast: NumPy's bytes."""
+    specials = [0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, -np.nan, 1e-40, 65504.0]
+    pairs = []
+    for src, dsts in (("float16", ("int16", "uint16")), ("float32", ("int32", "uint32")),
+                      ("float64", ("int64", "uint64", "complex64")),
+                      ("int32", ("float32", "uint32")), ("uint64", ("float64", "int64")),
+                      ("complex64", ("float64", "uint64")), ("complex128", ("complex128",))):
+        with np.errstate(over="ignore"):
+            a_np = np.array(specials, dtype=np.float64).astype(src) if src[0] in "fc" else \
+                np.array([0, 1, -1, 2**31 - 1, -2**31, 7], dtype=np.int64).astype(src)
+        a = session.asarray(a_np)
+        for dst in dsts:
+            pairs.append((a.view(dst), a_np.view(dst)))
+        pairs.append((a.reshape(2, -1).view(dsts[0]), a_np.reshape(2, -1).view(dsts[0])))
+    got = gf.evaluate(*[p[0] for p in pairs])
+    for g, (_, want) in zip(got, pairs):
+        assert g.dtype == want.dtype and g.shape == want.shape
+        assert g.tobytes() == want.tobytes(), (g, want)
+    # Computed values view too (the bitcast fuses into the kernel that makes them).
+    b_np = np.arange(5, dtype=np.float32) - 2
+    b = session.asarray(b_np)
+    assert (b * 2).view(np.uint32).get().tobytes() == (b_np * 2).view(np.uint32).tobytes()
+    assert session.asarray(np.zeros(0, np.float64)).view(np.int64).get().shape == (0,)
+
+
+def test_signbit_reads_the_sign_bit(session):
+    values = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, -np.nan], np.float64)
+    for dtype in ("float16", "float32", "float64"):
+        x_np = values.astype(dtype)
+        got = gf.signbit(session.asarray(x_np)).get()
+        np.testing.assert_array_equal(got, np.signbit(x_np), err_msg=dtype)
+    assert gf.signbit(session.asarray(np.array([-3, 0, 4], np.int8))).get().tolist() == \
+        [True, False, False]
+    # copysign takes the sign of -NaN too.
+    ones = session.asarray(np.ones(2))
+    np.testing.assert_array_equal(gf.copysign(ones, session.asarray(np.array([-np.nan, np.nan]))
+                                              ).get(), [-1.0, 1.0])

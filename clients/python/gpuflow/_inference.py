@@ -525,6 +525,12 @@ def infer(op, types, attrs):
         return promote_types(types), broadcast_shapes(*(t.shape for t in types))
     if op == "cast":
         return attrs["dtype"], types[0].shape
+    if op == "bitcast":
+        src, dst = types[0].dtype, attrs["dtype"]
+        if "bool" in (src, dst) or _ITEMSIZE[src] != _ITEMSIZE[dst]:
+            raise ValueError(f"bitcast from {src} to {dst}: the item sizes must match and neither "
+                             "may be bool")
+        return dst, types[0].shape
     a = types[0] if types else None
     if op in ("sum", "prod", "min", "max", "mean", "var", "std", "any", "all", "logsumexp"):
         axes = _reduction_axes(a.shape, attrs)

@@ -219,19 +219,23 @@ class ArrayMembers:
         return _sorting.argpartition(self, kth, axis, kind, order)
 
     def view(self, dtype=None, type=None):
-        """A new array with the same bits read as ``dtype``. Without a server
-        bit-cast op only views that keep every value's bits are possible:
-        the same dtype, signed and unsigned integers of one size, and bool as
-        int8 or uint8."""
+        """A new array with the same bits read as ``dtype`` (the server's
+        ``bitcast``): any dtype of the same item size, and bool as int8 or
+        uint8. Views that change the item size are not supported yet."""
         if type is not None:
             raise NotImplementedError("gpuflow has one array type: view(type=) is not supported")
         if dtype is None or _dtype_name(dtype) == self._expr.dtype:
             return self._same()
         src, dst = self._expr.dtype, _dtype_name(dtype)
-        integers = (_inference.kind(src) in "iu" and _inference.kind(dst) in "iu"
-                    and _inference.itemsize(src) == _inference.itemsize(dst))
-        if integers or (src == "bool" and dst in ("int8", "uint8")):
-            return self.astype(dst)  # two's complement: the conversion keeps the bits
-        raise NotImplementedError(
-            f"viewing {src} as {dst} reinterprets bits, which needs a bit-cast op the server does "
-            "not have (astype converts values)")
+        if src == "bool" and dst in ("int8", "uint8"):
+            return self.astype(dst)  # bool's bytes are 0 and 1
+        if _inference.itemsize(src) != _inference.itemsize(dst):
+            raise NotImplementedError(
+                f"viewing {src} as {dst} changes the item size, which gpuflow does not support "
+                "yet (views of the same size do)")
+        if "bool" in (src, dst):
+            raise NotImplementedError(
+                f"viewing {src} as {dst}: bool views of other bytes are not supported")
+        from gpuflow.remote_array import apply
+
+        return apply("bitcast", (self,), {"dtype": dst})

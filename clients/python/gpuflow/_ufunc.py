@@ -407,9 +407,13 @@ def _conjugate(x):
 
 
 def _signbit(x):
-    if not _inference.is_float(_inference.promote_types([type_of(x)])):
+    d = _inference.promote_types([type_of(x)])
+    if not _inference.is_float(d):
         return apply("lt", (x, 0))
-    return _or(x < 0, _and(x == 0, apply("reciprocal", (x,)) < 0))
+    # The sign bit itself: the float's bytes as a signed int of its size are
+    # negative exactly when it is set (-0.0 and -NaN too, as NumPy).
+    signed = {2: "int16", 4: "int32", 8: "int64"}[_inference.itemsize(d)]
+    return apply("lt", (apply("bitcast", (cast(x, d),), {"dtype": signed}), 0))
 
 
 def _positive(x):
