@@ -507,3 +507,23 @@ def test_gcd_and_lcm_wrap_and_refuse_as_numpy(session):
             np.gcd(bad.get(), bad.get())
     with pytest.raises(TypeError):
         gf.lcm(session.asarray(np.array([1], np.int64)), session.asarray(np.array([1], np.uint64)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_nextafter_matches_numpy(session, dtype):
+    f = np.finfo(dtype)
+    vals = np.array([0.0, -0.0, 1.0, -1.0, f.max, -f.max, np.inf, -np.inf, np.nan,
+                     f.tiny, -f.tiny, f.smallest_subnormal, 3.5], dtype)
+    toward = np.array([1.0, -1.0, 2.0, -2.0, np.inf, -np.inf, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0,
+                       np.nan], dtype)
+    x, y = session.asarray(vals), session.asarray(toward)
+    for a, b, an, bn in ((x, y, vals, toward), (y, x, toward, vals), (x, x, vals, vals)):
+        got = gf.nextafter(a, b).get()
+        want = np.nextafter(an, bn)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        assert got.tobytes() == want.tobytes() or np.isnan(want).any()
+    # ints take the float64 loop, as NumPy's; a weak float keeps the array's dtype.
+    i = np.array([1, -3, 0], np.int32)
+    np.testing.assert_array_equal(gf.nextafter(session.asarray(i), 0).get(), np.nextafter(i, 0))
+    assert gf.nextafter(x, 5.0).get().dtype == np.nextafter(vals, 5.0).dtype

@@ -529,6 +529,24 @@ def _right_shift(x, y):
     return cast(_where(_or(yp >= limit, yp < 0), beyond, shifted), p)
 
 
+def _nextafter(x, y):
+    """numpy.nextafter: the next float after x toward y, by one step of
+    x's bytes read as a signed int (the server's bitcast)."""
+    out = float_out(x, y)
+    if _inference.is_complex(out):
+        raise _inference._no_loop("nextafter")
+    xf, yf = cast(x, out), cast(y, out)
+    signed = {2: "int16", 4: "int32", 8: "int64"}[_inference.itemsize(out)]
+    bits = apply("bitcast", (xf,), {"dtype": signed})
+    # Away from zero (the magnitude grows) is +1 in the int for either sign.
+    step = _where(apply("logical_xor", (yf > xf, xf < 0)), _typed(1, signed), _typed(-1, signed))
+    moved = apply("bitcast", (bits + step,), {"dtype": out})
+    tiny = apply("bitcast", (cast(1, signed),), {"dtype": out})  # the smallest subnormal
+    from_zero = _where(yf > 0, tiny, -tiny)
+    r = _where(xf == yf, yf, _where(xf == 0, from_zero, moved))
+    return cast(_where(_or(_isnan(xf), _isnan(yf)), xf + yf, r), out)
+
+
 def _modf(x):
     out = float_out(x)
     xf = cast(x, out)
@@ -589,6 +607,7 @@ _COMPOSED_BINARY = {
     "logaddexp2": _in_float64(_logaddexp2), "heaviside": _heaviside, "copysign": _copysign,
     "float_power": _float_power, "fmod": _fmod, "fmax": _fminmax("maximum"),
     "fmin": _fminmax("minimum"), "left_shift": _left_shift, "right_shift": _right_shift,
+    "nextafter": _nextafter,
 }
 
 UFUNCS = {}
