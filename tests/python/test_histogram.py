@@ -394,3 +394,52 @@ def test_estimators_and_histogramdd_evaluate_as_documented(session, monkeypatch)
         result = make()
         assert len(calls) == executes
         gf.evaluate(result[0])
+
+
+# ---- complex weights (issue 23) ---------------------------------------------------------
+
+@pytest.mark.parametrize("wdtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("n", [0, 1, 7, 1023])
+def test_complex_weights_give_complex_counts(session, wdtype, n):
+    """NumPy sums the real and imaginary weights apart: the counts are
+    NumPy 2's real histograms of each part, in the weights' dtype."""
+    host = _data("float32", n)
+    w_host = (RNG.standard_normal(n) + 1j * RNG.standard_normal(n)).astype(wdtype)
+    w_host[:3] = [complex(-0.0, np.inf), complex(np.nan, -0.0), 2.5j][:n]
+    x, w = session.asarray(host), session.asarray(w_host)
+    pairs = []
+    for kw in ({"bins": 5}, {"bins": 3, "range": (-4, 4)}, {"bins": [-20.0, -1.0, 0.0, 2.0, 20.0]},
+               {"bins": 1}):
+        got, edges = gf.histogram(x, weights=w, **kw)
+        re, want_edges = np_histogram(host, weights=w_host.real, **kw)
+        im, _ = np_histogram(host, weights=w_host.imag, **kw)
+        want = np.empty(re.shape, wdtype)
+        want.real, want.imag = re, im
+        pairs += [(got, want), (edges, want_edges)]
+    got = gf.evaluate(*(r for r, _ in pairs))
+    for (remote, want), value in zip(pairs, got):
+        assert remote.dtype == want.dtype and value.dtype == want.dtype
+        assert value.tobytes() == want.tobytes(), (value, want)
+    # density divides the complex counts as NumPy does (finite weights).
+    if n > 3:
+        d, _ = gf.histogram(x[3:], bins=4, weights=w[3:], density=True)
+        want_d, _ = np.histogram(host[3:], bins=np_histogram_bin_edges(host[3:], bins=4),
+                                 weights=w_host[3:], density=True)
+        assert np.isfinite(want_d).all()
+        check_all([(d, want_d)], rtol=1e-4)  # complex128: counts / float64 widths
+
+
+def test_complex_weights_in_histogramdd_and_bincount_raise_numpys_error(session):
+    w = np.array([1j, 2, 3])
+    for fn, args in [(gf.histogramdd, (np.ones((3, 1)),)), (gf.histogram2d, (np.ones(3),
+                                                                           np.ones(3)))]:
+        with pytest.raises(TypeError) as want:
+            getattr(np, fn.__name__)(*args, weights=w)
+        with pytest.raises(TypeError) as got:
+            fn(*(session.asarray(a) for a in args), weights=session.asarray(w))
+        assert str(got.value) == str(want.value)
+    with pytest.raises(TypeError) as want:
+        np.bincount(np.array([0, 1, 1]), weights=w)
+    with pytest.raises(TypeError) as got:
+        gf.bincount(session.asarray(np.array([0, 1, 1])), weights=session.asarray(w))
+    assert str(got.value) == str(want.value)

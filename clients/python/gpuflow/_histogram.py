@@ -113,8 +113,6 @@ def _ravel_and_check_weights(a, weights):
             ra.asarray(weights, session=a.session)
         if weights.shape != a.shape:
             raise ValueError("weights should have the same shape as a.")
-        if _inference.is_complex(weights._expr.dtype):
-            raise NotImplementedError("gpuflow.histogram does not take complex weights yet")
         weights = weights.reshape(-1)
     if _inference.is_complex(a._expr.dtype):
         raise NotImplementedError("gpuflow.histogram of complex values is not supported yet")
@@ -323,13 +321,19 @@ def _get_bin_edges(a, bins, range, weights=None):
 
 
 def _counts(a, weights, edges, uniform):
-    """The histogram node: int64 counts or the weights' dtype."""
-    from gpuflow import functions
+    """The histogram node: int64 counts or the weights' dtype (complex
+    weights: their real and imaginary parts binned apart, as NumPy sums
+    them)."""
+    from gpuflow import _bits, functions
 
     ra = _ra()
     ntype = "int64" if weights is None else weights._expr.dtype
     if edges.dtype.kind == "c":
         raise NotImplementedError("gpuflow.histogram does not take complex bin edges")
+    if _inference.is_complex(ntype) and edges.size:
+        parts = [_counts(a, ra.apply(part, (weights,)), edges, uniform)
+                 for part in ("real", "imag")]
+        return _bits.complex_from_parts(parts[0], parts[1], ntype)
     if edges.size == 0:
         return functions.zeros(0, ntype, session=a.session)
     if weights is not None and ntype == "bool" and uniform is None:
@@ -482,8 +486,9 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
             ra.asarray(weights, session=session)
         if weights.shape != (n_samples,):
             raise ValueError("The weights and list don't have the same length.")
-        if _inference.is_complex(weights._expr.dtype):
-            raise NotImplementedError("gpuflow.histogramdd does not take complex weights yet")
+        if _inference.is_complex(weights._expr.dtype):  # NumPy's bincount of the weights
+            raise TypeError(f"Cannot cast array data from dtype('{weights._expr.dtype}') to "
+                            "dtype('float64') according to the rule 'safe'")
     try:
         if len(bins) != dims:
             raise ValueError("The dimension of bins must be equal to the dimension of the "

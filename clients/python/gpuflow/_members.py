@@ -63,6 +63,32 @@ def _dtype_name(dtype):
     return dtype_name(dtype)
 
 
+def _with_part(array, value, imag):
+    """``array`` (complex) with its real or imaginary part replaced by
+    ``value``, every other part's bits kept (gpuflow._bits)."""
+    import warnings
+
+    import numpy as np
+
+    from gpuflow import _bits
+    from gpuflow.remote_array import RemoteArray
+
+    if isinstance(value, RemoteArray):
+        is_complex = _inference.is_complex(value._expr.dtype)
+    else:
+        is_complex = isinstance(value, complex) or np.asarray(value).dtype.kind == "c"
+    if is_complex:
+        warning = getattr(np, "exceptions", np).ComplexWarning  # moved in NumPy 2
+        warnings.warn("Casting complex values to real discards the imaginary part", warning,
+                      stacklevel=3)
+        value = value.real
+    part = _apply("imag" if imag else "real", (array,))
+    part[...] = value  # NumPy's broadcasting and conversions
+    other = _apply("real" if imag else "imag", (array,))
+    re, im = (other, part) if imag else (part, other)
+    return _bits.complex_from_parts(re, im, array._expr.dtype)
+
+
 class ArrayMembers:
     """ndarray members of RemoteArray (which supplies session, _expr, shape,
     dtype, astype, swapaxes and item assignment)."""
@@ -106,10 +132,13 @@ class ArrayMembers:
 
     @real.setter
     def real(self, value):
+        """Rebinds the array (as assignment does) to ``value`` (broadcast,
+        converted as ``a[...] = value``) in its real part; a real array
+        takes ``value`` whole."""
         if _inference.is_complex(self._expr.dtype):
-            raise NotImplementedError("setting the real part of a complex array is not supported "
-                                      "yet; build it with real + 1j * imag")
-        self[...] = value
+            self._expr = _with_part(self, value, imag=False)._expr
+        else:
+            self[...] = value
 
     @property
     def imag(self):
@@ -123,10 +152,11 @@ class ArrayMembers:
 
     @imag.setter
     def imag(self, value):
-        if _inference.is_complex(self._expr.dtype):
-            raise NotImplementedError("setting the imaginary part of a complex array is not "
-                                      "supported yet; build it with real + 1j * imag")
-        raise TypeError("array does not have imaginary part to set")
+        """Rebinds a complex array to ``value`` in its imaginary part; a real
+        array has none (NumPy's TypeError)."""
+        if not _inference.is_complex(self._expr.dtype):
+            raise TypeError("array does not have imaginary part to set")
+        self._expr = _with_part(self, value, imag=True)._expr
 
     def conj(self):
         """numpy.conjugate: the complex conjugate (real arrays unchanged)."""
@@ -219,23 +249,16 @@ class ArrayMembers:
         return _sorting.argpartition(self, kth, axis, kind, order)
 
     def view(self, dtype=None, type=None):
-        """A new array with the same bits read as ``dtype`` (the server's
-        ``bitcast``): any dtype of the same item size, and bool as int8 or
-        uint8. Views that change the item size are not supported yet."""
+        """A new array with the same bytes read as ``dtype``, as NumPy reads
+        them (little-endian): the server's ``bitcast`` for dtypes of the same
+        item size; a different item size scales the last axis (float32
+        (..., n) as uint8 is (..., 4n)), built from bitcasts, divisions by
+        powers of two and casts (gpuflow._bits). bool views read any nonzero
+        byte as True."""
         if type is not None:
             raise NotImplementedError("gpuflow has one array type: view(type=) is not supported")
         if dtype is None or _dtype_name(dtype) == self._expr.dtype:
             return self._same()
-        src, dst = self._expr.dtype, _dtype_name(dtype)
-        if src == "bool" and dst in ("int8", "uint8"):
-            return self.astype(dst)  # bool's bytes are 0 and 1
-        if _inference.itemsize(src) != _inference.itemsize(dst):
-            raise NotImplementedError(
-                f"viewing {src} as {dst} changes the item size, which gpuflow does not support "
-                "yet (views of the same size do)")
-        if "bool" in (src, dst):
-            raise NotImplementedError(
-                f"viewing {src} as {dst}: bool views of other bytes are not supported")
-        from gpuflow.remote_array import apply
+        from gpuflow import _bits
 
-        return apply("bitcast", (self,), {"dtype": dst})
+        return _bits.view_as(self, _dtype_name(dtype))

@@ -451,6 +451,9 @@ def bincount(x, weights=None, minlength=0):
         weights = _remote(weights, x.session)
         if weights.shape != x.shape:
             raise ValueError("The weights and list don't have the same length.")
+        if not _inference.can_cast(weights._expr.dtype, "float64", "safe"):
+            raise TypeError(f"Cannot cast array data from dtype('{weights._expr.dtype}') to "
+                            "dtype('float64') according to the rule 'safe'")
     length = minlength
     if x.size:
         top, bottom = evaluate_keeping([x.max(), x.min()], x)

@@ -541,10 +541,98 @@ def _nextafter(x, y):
     # Away from zero (the magnitude grows) is +1 in the int for either sign.
     step = _where(apply("logical_xor", (yf > xf, xf < 0)), _typed(1, signed), _typed(-1, signed))
     moved = apply("bitcast", (bits + step,), {"dtype": out})
-    tiny = apply("bitcast", (cast(1, signed),), {"dtype": out})  # the smallest subnormal
+    one = apply("cast", (1,), {"dtype": signed}, session=session_of([xf, yf]))
+    tiny = apply("bitcast", (one,), {"dtype": out})  # the smallest subnormal
     from_zero = _where(yf > 0, tiny, -tiny)
     r = _where(xf == yf, yf, _where(xf == 0, from_zero, moved))
     return cast(_where(_or(_isnan(xf), _isnan(yf)), xf + yf, r), out)
+
+
+_U64 = np.uint64
+
+
+def _float64_bits(x):
+    return apply("bitcast", (x,), {"dtype": "uint64"})
+
+
+def _exponent_field(u):
+    """The 11 exponent bits of float64 bytes held in a uint64."""
+    return apply("bitwise_and", (apply("floordiv", (u, _U64(1 << 52))), _U64(0x7FF)))
+
+
+def _frexp(x):
+    """numpy.frexp: (mantissa in [0.5, 1) with x's sign, int32 exponent),
+    read from the float64 bytes of x (every narrower float is exact in
+    float64; a float64 subnormal is scaled by 2**54 first); zeros,
+    infinities and NaN are their own mantissa with exponent 0."""
+    out = float_out(x)
+    if _inference.is_complex(out):
+        raise _inference._no_loop("frexp")
+    xd = cast(x, "float64")
+    subnormal = _and(_exponent_field(_float64_bits(xd)) == 0, xd != 0)
+    y = _where(subnormal, xd * 2.0 ** 54, xd)
+    u = _float64_bits(y)
+    exponent = cast(_exponent_field(u), "int32") - _where(subnormal, np.int32(1022 + 54),
+                                                          np.int32(1022))
+    sign_and_fraction = apply("bitwise_and", (u, _U64((1 << 64) - 1 - (0x7FF << 52))))
+    mantissa_bits = apply("bitwise_or", (sign_and_fraction, _U64(1022 << 52)))
+    mantissa = apply("bitcast", (mantissa_bits,), {"dtype": "float64"})
+    regular = _and(_isfinite(xd), xd != 0)
+    return cast(_where(regular, mantissa, xd), out), cast(_where(regular, exponent, np.int32(0)),
+                                                          "int32")
+
+
+def _ldexp_dtype(x1, x2):
+    t1, t2 = type_of(x1), type_of(x2)
+    if t2.weak:
+        if _inference.kind(t2.dtype) not in "biu":
+            raise _inference._no_loop("ldexp")
+        if not t1.weak and not -2**31 <= int(x2) < 2**31:
+            raise OverflowError(f"Python integer {int(x2)} out of bounds for int32")
+    elif _inference.kind(t2.dtype) not in "biu" or t2.dtype == "uint64":
+        raise _inference._no_loop("ldexp")  # no safe cast to NumPy's int exponents
+    if _inference.is_complex(t1.dtype):
+        raise _inference._no_loop("ldexp")
+    if t1.weak:  # NumPy's loop choice: float16 for a Python int with an array exponent
+        return "float16" if _inference.kind(t1.dtype) in "bi" and not t2.weak else "float64"
+    return _inference.float_result(t1.dtype)
+
+
+def _pow2(n):
+    """2.0**n in float64 for int64 n in [-1022, 1023], from its bytes."""
+    field = cast(n + 1023, "uint64") * _U64(1 << 52)
+    return apply("bitcast", (field,), {"dtype": "float64"})
+
+
+def _ldexp(x1, x2):
+    """numpy.ldexp: x1 * 2**x2 rounded once, overflowing to inf and
+    underflowing to 0 (musl's scalbn in float64: exact steps of 2**1023 or
+    2**-969 bring the exponent in range, one multiplication rounds)."""
+    out = _ldexp_dtype(x1, x2)
+    session = session_of([x1, x2])
+    y = apply("cast", (x1,), {"dtype": "float64"}, session=session)
+    n = apply("cast", (x2,), {"dtype": "int64"}, session=session)
+    n = _minimum(_maximum(n, np.int64(-2200)), np.int64(2200))
+    for _ in range(2):
+        up, down = n > 1023, n < -1022
+        y = _where(up, y * 2.0 ** 1023, _where(down, y * 2.0 ** -969, y))
+        n = _where(up, n - 1023, _where(down, n + 969, n))
+    n = _minimum(_maximum(n, np.int64(-1022)), np.int64(1023))
+    return cast(y * _pow2(n), out)
+
+
+def _spacing(x):
+    """numpy.spacing: nextafter(x, +-inf) - x, away from zero by x's sign
+    (-0.0 counts as positive), float16 always toward +inf (NumPy's
+    npy_half_spacing); NaN for infinities."""
+    out = float_out(x)
+    if _inference.is_complex(out):
+        raise _inference._no_loop("spacing")
+    xf = cast(x, out)
+    infinity = abs(xf) + math.inf  # in x's dtype (NaN for NaN, which stays NaN)
+    toward = infinity if out == "float16" else _where(xf < 0, -infinity, infinity)
+    step = _nextafter(xf, toward) - xf
+    return cast(_where(_isinf(xf), abs(xf - xf), step), out)  # NumPy's NaN is positive
 
 
 def _modf(x):
@@ -599,7 +687,7 @@ _COMPOSED_UNARY = {
     "degrees": _scaled("degrees", 180.0 / math.pi),
     "deg2rad": _scaled("deg2rad", math.pi / 180.0),
     "radians": _scaled("radians", math.pi / 180.0), "fabs": _fabs, "rint": _rint, "trunc": _trunc,
-    "conjugate": _conjugate, "positive": _positive,
+    "conjugate": _conjugate, "positive": _positive, "spacing": _spacing,
 }
 _COMPOSED_PREDICATES = {"signbit": _signbit, "isfinite": _isfinite}
 _COMPOSED_BINARY = {
@@ -607,7 +695,7 @@ _COMPOSED_BINARY = {
     "logaddexp2": _in_float64(_logaddexp2), "heaviside": _heaviside, "copysign": _copysign,
     "float_power": _float_power, "fmod": _fmod, "fmax": _fminmax("maximum"),
     "fmin": _fminmax("minimum"), "left_shift": _left_shift, "right_shift": _right_shift,
-    "nextafter": _nextafter,
+    "nextafter": _nextafter, "ldexp": _ldexp,
 }
 
 UFUNCS = {}
@@ -634,6 +722,7 @@ for _name, _f in _COMPOSED_PREDICATES.items():
 for _name, _f in _COMPOSED_BINARY.items():
     _add(_name, 2, 1, _f)
 _add("modf", 1, 2, _modf)
+_add("frexp", 1, 2, _frexp)
 _add("divmod", 2, 2, _divmod)
 _add("matmul", 2, 1, _op("matmul"), simple=True)
 

@@ -579,3 +579,10 @@ from gpuflow import _sets  # noqa: E402
 from gpuflow._sets import *  # noqa: E402,F401,F403
 
 __all__ = sorted(set(__all__ + _sets.__all__))
+
+# packbits and unpackbits (gpuflow._bits, which also makes view(dtype) change
+# the item size and complex arrays from their parts).
+from gpuflow import _bits  # noqa: E402
+from gpuflow._bits import *  # noqa: E402,F401,F403
+
+__all__ = sorted(set(__all__ + _bits.__all__))
