@@ -526,7 +526,7 @@ __all__ = sorted(
         "all", "amax", "amin", "any", "arange", "array", "argmax", "argmin", "around", "asarray",
         "broadcast_to", "can_cast", "clip", "concatenate", "cumprod", "cumsum", "dot", "empty",
         "empty_like", "expand_dims", "flip", "full", "full_like", "log_softmax", "logsumexp",
-        "matmul", "max", "mean", "min", "moveaxis", "ndarray", "ndim", "ones", "ones_like",
+        "max", "mean", "min", "moveaxis", "ndarray", "ndim", "ones", "ones_like",
         "prod", "random", "random_normal", "random_uniform", "ravel", "reshape", "result_type",
         "round", "shape", "size", "softmax", "squeeze", "stack", "std", "sum", "swapaxes",
         "take", "take_along_axis", "transpose", "ufunc", "var", "where", "zeros", "zeros_like",
@@ -573,12 +573,11 @@ from gpuflow._numpy_misc import *  # noqa: E402,F401,F403
 
 __all__ = sorted(__all__ + _numpy_misc.__all__)
 
-# intersect1d, union1d, setdiff1d, setxor1d, in1d and isin (gpuflow._sets;
-# its isin, a sort and a searchsorted, replaces _stats' O(n*m) one).
+# intersect1d, union1d, setdiff1d, setxor1d, in1d and isin (gpuflow._sets).
 from gpuflow import _sets  # noqa: E402
 from gpuflow._sets import *  # noqa: E402,F401,F403
 
-__all__ = sorted(set(__all__ + _sets.__all__))
+__all__ = sorted(__all__ + _sets.__all__)
 
 # packbits and unpackbits (gpuflow._bits, which also makes view(dtype) change
 # the item size and complex arrays from their parts).
@@ -586,3 +585,11 @@ from gpuflow import _bits  # noqa: E402
 from gpuflow._bits import *  # noqa: E402,F401,F403
 
 __all__ = sorted(set(__all__ + _bits.__all__))
+
+# NumPy 2's array-API names (cumulative_sum, unique_all, vecdot, ...), block,
+# insert, delete, r_/c_ and CuPy's host-interop names (asnumpy, save, load,
+# from_dlpack ...) (gpuflow._compat, gpuflow._compat_host).
+from gpuflow import _compat  # noqa: E402
+from gpuflow._compat import *  # noqa: E402,F401,F403
+
+__all__ = sorted(__all__ + _compat.__all__)
