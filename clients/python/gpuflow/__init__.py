@@ -57,6 +57,7 @@ from gpuflow.functions import *  # noqa: F401,F403 - CuPy/NumPy-named functions
 from gpuflow.functions import __all__ as _function_names
 from gpuflow.kernels import ElementwiseKernel, RawKernel, ReductionKernel
 from gpuflow import jit  # noqa: E402 - Python kernels (docs/jit.md)
+from gpuflow import fft  # noqa: E402,F401 - gpuflow.fft, CuPy's cupy.fft (docs/python.md)
 from gpuflow.benchmark import BenchmarkResult, benchmark
 from gpuflow.fusion import Fusion, fuse
 
