@@ -72,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   bool failed = false;
   {
-    gpuflow::server::UploadStream stream(*env->backend, env->registry, kLimits);
+    gpuflow::server::UploadStream stream(env->registry, kLimits);
     while (!rest.empty() && !failed) {
       uint32_t n = 0;
       for (size_t i = 0; i < 4 && i < rest.size(); ++i) {
