@@ -90,3 +90,13 @@ def test_promote_types():
     assert gf.promote_types(np.uint8, "bfloat16") == "bfloat16"
     with pytest.raises(TypeError):
         gf.promote_types(np.float32, "no such type")
+
+
+@pytest.mark.parametrize("module", [gf, gf.functions], ids=["gpuflow", "gpuflow.functions"])
+def test_all_lists_each_name_once_and_every_name_exists(module):
+    # Each submodule adds its names to functions.__all__; a name two of them
+    # export (one shadowing the other) must not hide behind a set().
+    seen = set()
+    twice = sorted({n for n in module.__all__ if n in seen or seen.add(n)})
+    assert twice == []
+    assert [n for n in module.__all__ if not hasattr(module, n)] == []

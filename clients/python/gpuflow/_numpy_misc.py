@@ -390,50 +390,41 @@ def _symmetric_positions(m, session):
     return _functions().arange(1.0 - m, m, 2.0, dtype="float64", session=session)
 
 
-def bartlett(M, *, session=None):  # noqa: N803
-    """numpy.bartlett: the triangular window of M points (float64)."""
+def _window(M, session, formula):  # noqa: N803
+    """NumPy's windows of M points that are formula(n, M) of the positions
+    n = arange(1 - M, M, 2) for M >= 2, and its short windows (empty, [1.0])
+    otherwise."""
     m = _window_length(M)
     session = session_of((), session)
     short = _short_window(m, session)
     if short is not None:
         return short
-    n = _symmetric_positions(m, session)
-    return _functions().where(n <= 0, 1 + n / (m - 1), 1 - n / (m - 1))
+    return formula(_symmetric_positions(m, session), m)
+
+
+def bartlett(M, *, session=None):  # noqa: N803
+    """numpy.bartlett: the triangular window of M points (float64)."""
+    where = _functions().where
+    return _window(M, session, lambda n, m: where(n <= 0, 1 + n / (m - 1), 1 - n / (m - 1)))
 
 
 def blackman(M, *, session=None):  # noqa: N803
     """numpy.blackman: the Blackman window of M points (float64)."""
-    functions = _functions()
-    m = _window_length(M)
-    session = session_of((), session)
-    short = _short_window(m, session)
-    if short is not None:
-        return short
-    n = _symmetric_positions(m, session)
-    return (0.42 + 0.5 * functions.cos(math.pi * n / (m - 1))
-            + 0.08 * functions.cos(2.0 * math.pi * n / (m - 1)))
+    cos = _functions().cos
+    return _window(M, session, lambda n, m: (0.42 + 0.5 * cos(math.pi * n / (m - 1))
+                                             + 0.08 * cos(2.0 * math.pi * n / (m - 1))))
 
 
 def hamming(M, *, session=None):  # noqa: N803
     """numpy.hamming: the Hamming window of M points (float64)."""
-    m = _window_length(M)
-    session = session_of((), session)
-    short = _short_window(m, session)
-    if short is not None:
-        return short
-    n = _symmetric_positions(m, session)
-    return 0.54 + 0.46 * _functions().cos(math.pi * n / (m - 1))
+    cos = _functions().cos
+    return _window(M, session, lambda n, m: 0.54 + 0.46 * cos(math.pi * n / (m - 1)))
 
 
 def hanning(M, *, session=None):  # noqa: N803
     """numpy.hanning: the Hann window of M points (float64)."""
-    m = _window_length(M)
-    session = session_of((), session)
-    short = _short_window(m, session)
-    if short is not None:
-        return short
-    n = _symmetric_positions(m, session)
-    return 0.5 + 0.5 * _functions().cos(math.pi * n / (m - 1))
+    cos = _functions().cos
+    return _window(M, session, lambda n, m: 0.5 + 0.5 * cos(math.pi * n / (m - 1)))
 
 
 def kaiser(M, beta, *, session=None):  # noqa: N803

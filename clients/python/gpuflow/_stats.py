@@ -717,18 +717,8 @@ def select(condlist, choicelist, default=0):
     return functions.broadcast_to(cast(result, dtype), shape)
 
 
-def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
-    """numpy.isin: whether each element is among the test elements, as one
-    reduction over them (O(element.size * test_elements.size))."""
-    session = session_of((element, test_elements))
-    e = _remote(element, session)
-    t = _remote(test_elements, session).reshape(-1)
-    hits = reduce("any", e.reshape(e.shape + (1,)) == t, -1)
-    return apply("logical_not", (hits,)) if invert else hits
-
-
 __all__ = [
-    "isin", "select", "sinc", "trapezoid", "trapz",
+    "select", "sinc", "trapezoid", "trapz",
     "allclose", "angle", "array_equal", "array_equiv", "average", "convolve", "correlate",
     "count_nonzero", "diff", "ediff1d", "gradient", "imag", "interp", "iscomplex",
     "iscomplexobj", "isclose", "isreal", "isrealobj", "nan_to_num", "nancumprod", "nancumsum",
