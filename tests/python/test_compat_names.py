@@ -565,3 +565,65 @@ def test_readers_upload_numpys_result(session, tmp_path):
         gf.fromiter(range(3), dtype=np.int64, count=5, session=session)
     with pytest.raises(NotImplementedError, match="masked"):
         gf.genfromtxt(text, usemask=True, session=session)
+
+
+# ---- polyfit -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,deg", [(1, 0), (3, 2), (7, 2), (50, 5), (301, 7)])
+@pytest.mark.parametrize("dtype", ["int16", "float32", "float64"])
+def test_polyfit_matches_numpy(session, n, deg, dtype):
+    x = np.sort(RNG.uniform(-3, 5, n)) if dtype != "int16" else np.arange(n) - n // 3
+    x = x.astype(dtype)
+    y = (RNG.standard_normal(n) + 0.5 * x.astype(np.float64) ** 2).astype(dtype)
+    y2 = np.stack([y, 2 * y + 1, y[::-1]], axis=1)
+    w = np.abs(RNG.standard_normal(n)) + 0.5
+    rx, ry = session.asarray(x), session.asarray(y)
+    check_all([(gf.polyfit(rx, ry, deg), np.polyfit(x, y, deg)),
+               (gf.polyfit(rx, y2, deg), np.polyfit(x, y2, deg)),
+               (gf.polyfit(x, ry, deg, w=w), np.polyfit(x, y, deg, w=w))], rtol=1e-9, atol=1e-9)
+    if n > deg + 1:
+        for cov in (True, "unscaled"):
+            gc, gv = gf.polyfit(rx, ry, deg, cov=cov, w=w)
+            wc, wv = np.polyfit(x, y, deg, cov=cov, w=w)
+            gc2, gv2 = gf.polyfit(rx, y2, deg, cov=cov)
+            wc2, wv2 = np.polyfit(x, y2, deg, cov=cov)
+            check_all([(gc, wc), (gv, wv), (gc2, wc2), (gv2, wv2)], rtol=1e-8,
+                      atol=1e-8 * max(1.0, np.abs(wv).max(), np.abs(wv2).max()))
+
+
+def test_polyfit_complex_y_and_rcond(session):
+    x = np.linspace(-1, 2, 9)
+    y = (1 + 2j) * x ** 2 - 3j * x + 0.5
+    check_all([(gf.polyfit(session.asarray(x), session.asarray(y), 2), np.polyfit(x, y, 2)),
+               (gf.polyfit(x, y, 3, rcond=1e-12), np.polyfit(x, y, 3, rcond=1e-12))],
+              rtol=1e-9, atol=1e-9)
+
+
+def test_polyfit_errors(session):
+    x, y = gf.arange(5.0, session=session), gf.ones(5, session=session)
+    with pytest.raises(ValueError, match="expected deg >= 0"):
+        gf.polyfit(x, y, -1)
+    with pytest.raises(TypeError, match="expected 1D vector for x"):
+        gf.polyfit(x.reshape(1, 5), y, 1)
+    with pytest.raises(TypeError, match="expected non-empty vector for x"):
+        gf.polyfit(x[:0], y[:0], 1)
+    with pytest.raises(TypeError, match="expected 1D or 2D array for y"):
+        gf.polyfit(x, y.reshape(5, 1, 1), 1)
+    with pytest.raises(TypeError, match="expected x and y to have same length"):
+        gf.polyfit(x, y[:4], 1)
+    with pytest.raises(TypeError, match="expected a 1-d array for weights"):
+        gf.polyfit(x, y, 1, w=y.reshape(5, 1))
+    with pytest.raises(TypeError, match="expected w and y to have the same length"):
+        gf.polyfit(x, y, 1, w=y[:3])
+    with pytest.raises(TypeError, match="array type float16 is unsupported in linalg"):
+        gf.polyfit(x.astype("float16"), y, 1)
+    with pytest.raises(ValueError, match="the number of data points must exceed order"):
+        gf.polyfit(x, y, 4, cov=True)
+    with pytest.raises(NotImplementedError, match="singular values"):
+        gf.polyfit(x, y, 1, full=True)
+    # Rank-deficient fits: NumPy warns and returns its SVD minimum-norm solution.
+    with pytest.raises(np.linalg.LinAlgError, match="rank-deficient"):
+        gf.polyfit(x, y, 5)
+    with pytest.raises(np.linalg.LinAlgError, match="rank-deficient"):
+        gf.polyfit(gf.ones(6, session=session), gf.arange(6.0, session=session), 2)

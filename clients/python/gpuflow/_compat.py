@@ -5,12 +5,12 @@ shape does not depend on the data):
     gf.cumulative_sum(x, include_initial=True); gf.unique_counts(x).counts
     gf.vecdot(a, b); gf.matvec(m, v); gf.unstack(x, axis=1); gf.bitwise_count(x)
     gf.block([[a, b], [c, d]]); gf.insert(x, [1, 3], 0); gf.delete(x, slice(0, None, 2))
-    gf.r_[0:1:5j, 7, x]; gf.c_[a, b]; gf.poly(roots); gf.polydiv(u, v)
+    gf.r_[0:1:5j, 7, x]; gf.c_[a, b]
 
 NumPy 2's algorithms (numpy/_core/fromnumeric.py, shape_base.py,
 numpy/lib/_function_base_impl.py, _index_tricks_impl.py, _polynomial_impl.py)
 and its errors. The host interop names (asnumpy, save/load, fromfile ...)
-are in gpuflow._compat_host.
+are in gpuflow._compat_host, poly, polydiv and polyfit in gpuflow._compat_poly.
 """
 
 import collections
@@ -21,13 +21,14 @@ import numpy as np
 from gpuflow import _inference
 from gpuflow._compat_host import *  # noqa: F401,F403
 from gpuflow._compat_host import __all__ as _host_names
+from gpuflow._compat_poly import *  # noqa: F401,F403
+from gpuflow._compat_poly import __all__ as _poly_names
 from gpuflow._ufunc import cast, type_of, ufunc
 from gpuflow.remote_array import (
     RemoteArray,
     apply,
     asarray,
     dtype_name,
-    evaluate,
     rebind_out,
     session_of,
 )
@@ -594,87 +595,9 @@ def mask_indices(n, mask_func, k=0, *, session=None):
     return functions.nonzero(_remote(mask_func(m, k), m.session) != 0)
 
 
-# ---- poly, polydiv -------------------------------------------------------------------
-
-_MINTYPE = {"float32": "float32", "complex64": "complex64", "complex128": "complex128"}
-
-
-def poly(seq_of_zeros):
-    """numpy.poly of a 1-D sequence of roots: the monic polynomial's
-    coefficients (float64, or float32/complex for such roots), one
-    multiply-add per root; complex roots in conjugate pairs give a real
-    result (one Execute for the check). A square matrix (numpy's
-    characteristic polynomial) needs eigenvalues: NotImplementedError."""
-    functions = _functions()
-    z = _remote(seq_of_zeros)
-    z = z.reshape(1) if z.ndim == 0 else z
-    if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0] != 0:
-        raise NotImplementedError("poly of a matrix needs its eigenvalues, which gpuflow does not "
-                                  "compute")
-    if z.ndim != 1:
-        raise ValueError("input must be 1d or non-empty square 2d array.")
-    if z.shape[0] == 0:
-        return 1.0
-    dt = _MINTYPE.get(z._expr.dtype, "float64")
-    z = z.astype(dt, copy=False)
-    a = functions.ones(1, dt, session=z.session)
-    zero = functions.zeros(1, dt, session=z.session)
-    for i in range(z.shape[0]):
-        # convolve(a, [1, -z_i]): a shifted up one power, less z_i * a.
-        a = functions.concatenate([a, zero]) - z[i] * functions.concatenate([zero, a])
-    if _inference.is_complex(dt):
-        # NumPy's sort(roots) == sort(conj(roots)): the roots are the same
-        # multiset as their conjugates (each as often as its conjugate), no NaN.
-        r = z.astype("complex128", copy=False)
-        col = r.reshape(-1, 1)
-        same = functions.sum(col == r, axis=1)
-        mirrored = functions.sum(functions.conjugate(col) == r, axis=1)
-        paired, nan = evaluate(functions.all(same == mirrored), functions.any(functions.isnan(r)))
-        if paired and not nan:
-            a = functions.real(a).copy()
-    return a
-
-
-def polydiv(u, v):
-    """numpy.polydiv: quotient and remainder (float, the promoted dtype) by
-    NumPy's long division, one multiply-subtract of v per quotient term;
-    the remainder's leading near-zeros (NumPy's allclose(r[0], 0,
-    rtol=1e-14)) are trimmed after one Execute. poly1d in, poly1d out."""
-    from gpuflow import _poly
-
-    functions = _functions()
-    truepoly = isinstance(u, _poly.poly1d) or isinstance(v, _poly.poly1d)
-    u = u.coeffs if isinstance(u, _poly.poly1d) else u
-    v = v.coeffs if isinstance(v, _poly.poly1d) else v
-    session = session_of((u, v))
-    u, v = _remote(u, session), _remote(v, session)
-    u = (u.reshape(1) if u.ndim == 0 else u) + 0.0
-    v = (v.reshape(1) if v.ndim == 0 else v) + 0.0
-    w = _product_dtype(u, v)
-    m, n = u.shape[0] - 1, v.shape[0] - 1
-    scale = 1.0 / v[0]
-    r = u.astype(w, copy=False)
-    q = []
-    for k in range(m - n + 1):
-        d = (scale * r[k]).astype(w, copy=False)
-        q.append(d)
-        shifted = functions.concatenate([functions.zeros(k, w, session=session), v,
-                                         functions.zeros(m - n - k, w, session=session)])
-        r = (r - d * shifted).astype(w, copy=False)
-    q = functions.stack(q) if q else functions.zeros(1, w, session=session)
-    host = r.get()
-    start = 0
-    while start < host.shape[0] - 1 and np.allclose(host[start], 0, rtol=1e-14):
-        start += 1
-    r = functions.asarray(host[start:], session=session)
-    if truepoly:
-        return _poly.poly1d(q), _poly.poly1d(r)
-    return q, r
-
-
 __all__ = sorted([
     "astype", "bitwise_count", "block", "c_", "concat", "cumulative_prod", "cumulative_sum",
     "delete", "insert", "mask_indices", "matrix_transpose", "matvec", "msort", "permute_dims",
-    "poly", "polydiv", "r_", "round_", "unique_all", "unique_counts", "unique_inverse",
+    "r_", "round_", "unique_all", "unique_counts", "unique_inverse",
     "unique_values", "unstack", "vecdot", "vecmat",
-] + _host_names)
+] + _host_names + _poly_names)
