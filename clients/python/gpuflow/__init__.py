@@ -58,6 +58,8 @@ from gpuflow.functions import __all__ as _function_names
 from gpuflow.kernels import ElementwiseKernel, RawKernel, ReductionKernel
 from gpuflow import jit  # noqa: E402 - Python kernels (docs/jit.md)
 from gpuflow import fft  # noqa: E402,F401 - gpuflow.fft, CuPy's cupy.fft (docs/python.md)
+from gpuflow import linalg  # noqa: E402,F401 - gpuflow.linalg, CuPy's cupy.linalg
+from gpuflow import testing  # noqa: E402,F401 - gpuflow.testing, CuPy's cupy.testing
 from gpuflow.benchmark import BenchmarkResult, benchmark
 from gpuflow.fusion import Fusion, fuse
 
@@ -139,10 +141,12 @@ __all__ = sorted(_function_names + _NUMPY_NAMES + ["issubdtype", "promote_types"
     "int32",
     "int64",
     "int8",
+    "linalg",
     "newaxis",
     "persist",
     "to_graph",
     "to_numpy",
+    "testing",
     "to_torch",
     "uint16",
     "uint32",

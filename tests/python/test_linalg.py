@@ -1,0 +1,402 @@
+"""gpuflow.linalg against numpy.linalg through the real server: norms of
+every ord and axis form, det/slogdet/inv/solve by elimination with partial
+pivoting (every float and complex dtype, ints as float64, batches, empty
+stacks, singular matrices), matrix_power, multi_dot, tensorinv,
+tensorsolve and NumPy 2's linalg namespace functions, with NumPy's errors."""
+
+import math
+
+import numpy as np
+import pytest
+
+import gpuflow as gf
+from gpuflow import linalg
+
+if hasattr(np, "_set_promotion_state"):
+    np._set_promotion_state("weak")
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+INEXACT = [np.float32, np.float64, np.complex64, np.complex128]
+RTOL = {"float16": 3e-3, "float32": 3e-5, "float64": 1e-12, "complex64": 3e-5,
+        "complex128": 1e-12}
+
+
+def rand(shape, dtype, seed=0):
+    rs = np.random.RandomState(seed)
+    a = rs.randn(*shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rs.randn(*shape)
+    if np.dtype(dtype).kind in "iub":
+        a = rs.randint(-3, 4, size=shape)
+    return a.astype(dtype)
+
+
+def check(got, want, rtol=None, atol_scale=1.0):
+    """Same dtype and shape as NumPy's, values close for the dtype."""
+    value = got.get() if isinstance(got, gf.RemoteArray) else np.asarray(got)
+    want = np.asarray(want)
+    assert value.dtype == want.dtype, (value.dtype, want.dtype)
+    assert value.shape == want.shape, (value.shape, want.shape)
+    tol = RTOL.get(want.dtype.name, 0) if rtol is None else rtol
+    scale = np.max(np.abs(want)) if want.size and np.isfinite(want).all() else 0
+    np.testing.assert_allclose(value, want, rtol=tol, atol=tol * scale * atol_scale)
+
+
+# ---- norm ------------------------------------------------------------------------------
+
+VECTOR_ORDS = [None, 2, 1, -1, math.inf, -math.inf, 0, 3, 0.5, -2]
+MATRIX_ORDS = [None, "fro", "f", 1, -1, math.inf, -math.inf]
+
+
+@pytest.mark.parametrize("dtype", INEXACT + [np.float16, np.int32, np.uint8, np.bool_])
+def test_vector_norms(session, dtype):
+    a = rand((3, 7), dtype)
+    x = session.asarray(a)
+    rtol = 3e-3 if dtype == np.float16 else None
+    for ord in VECTOR_ORDS:
+        for axis in (1, -1, 0):
+            for keepdims in (False, True):
+                check(linalg.norm(x, ord, axis, keepdims), np.linalg.norm(a, ord, axis, keepdims),
+                      rtol)
+        check(linalg.norm(x[0], ord), np.linalg.norm(a[0], ord), rtol)
+        check(linalg.norm(x[0], ord, keepdims=True), np.linalg.norm(a[0], ord, keepdims=True),
+              rtol)
+
+
+@pytest.mark.parametrize("dtype", INEXACT + [np.float16, np.int64])
+def test_matrix_norms(session, dtype):
+    a = rand((2, 3, 5), dtype)
+    x = session.asarray(a)
+    rtol = 3e-3 if dtype == np.float16 else None
+    for ord in MATRIX_ORDS:
+        for axis in ((1, 2), (2, 1), (0, 2), (-1, 0), (-2, -1)):
+            for keepdims in (False, True):
+                check(linalg.norm(x, ord, axis, keepdims),
+                      np.linalg.norm(a, ord, axis, keepdims), rtol)
+        check(linalg.norm(x[0], ord), np.linalg.norm(a[0], ord), rtol)
+        check(linalg.norm(x[1], ord, keepdims=True), np.linalg.norm(a[1], ord, keepdims=True),
+              rtol)
+
+
+def test_norm_default_flattens_and_odd_shapes(session):
+    for shape in [(), (1,), (7,), (2, 3, 4), (1023,), (0,), (0, 3), (2, 0, 4)]:
+        a = rand(shape, np.float64) if shape else np.float64(-2.5)
+        x = session.asarray(a)
+        check(linalg.norm(x), np.linalg.norm(a))
+        check(linalg.norm(x, keepdims=True), np.linalg.norm(a, keepdims=True))
+    a = rand((0, 3), np.float32)
+    x = session.asarray(a)
+    for ord in (None, 1, 2, 0, 3):
+        check(linalg.norm(x, ord, axis=0), np.linalg.norm(a, ord, axis=0))
+    check(linalg.norm(x, "fro", axis=(0, 1)), np.linalg.norm(a, "fro", axis=(0, 1)))
+    # A list and a numpy array are uploaded to the current session.
+    check(linalg.norm([3.0, 4.0]), np.linalg.norm([3.0, 4.0]))
+    check(linalg.norm(np.array([[1, 2], [3, 4]]), 1), np.linalg.norm([[1, 2], [3, 4]], 1))
+
+
+def test_norm_errors(session):
+    x = session.asarray(rand((2, 3, 4), np.float64))
+    with pytest.raises(ValueError, match="Improper number of dimensions to norm."):
+        linalg.norm(x, 1)
+    with pytest.raises(ValueError, match="Improper number of dimensions to norm."):
+        linalg.norm(x, axis=(0, 1, 2))
+    with pytest.raises(ValueError, match="Invalid norm order 'fro' for vectors"):
+        linalg.norm(x, "fro", axis=1)
+    with pytest.raises(ValueError, match="Duplicate axes given."):
+        linalg.norm(x, axis=(1, -2))
+    with pytest.raises(ValueError, match="Invalid norm order for matrices."):
+        linalg.norm(x, 3, axis=(0, 1))
+    with pytest.raises(TypeError, match="'axis' must be None, an integer or a tuple"):
+        linalg.norm(x, axis=[0, 1])
+    with pytest.raises(gf._inference.AxisError):
+        linalg.norm(x, axis=3)
+    for ord in (2, -2, "nuc"):
+        with pytest.raises(NotImplementedError, match="singular values"):
+            linalg.norm(x, ord, axis=(1, 2))
+    with pytest.raises(NotImplementedError, match="singular values"):
+        linalg.matrix_norm(x, ord=2)
+    # NumPy's max of an empty axis is a ValueError; gpuflow's reduction too.
+    with pytest.raises(ValueError):
+        np.linalg.norm(np.zeros((3, 0)), np.inf, axis=1)
+    with pytest.raises(ValueError):
+        linalg.norm(session.asarray(np.zeros((3, 0))), math.inf, axis=1)
+
+
+def _vector_norm_ref(a, axis=None, keepdims=False, ord=2):
+    a = np.asarray(a)
+    if axis is None:
+        res = np.linalg.norm(a.ravel(), ord)
+        return res.reshape((1,) * a.ndim) if keepdims else res
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    axes = tuple(ax % a.ndim for ax in axes)
+    rest = tuple(i for i in range(a.ndim) if i not in axes)
+    moved = a.transpose(axes + rest).reshape((-1,) + tuple(a.shape[i] for i in rest))
+    res = np.linalg.norm(moved, ord, axis=0)
+    if keepdims:
+        res = res.reshape(tuple(1 if i in axes else d for i, d in enumerate(a.shape)))
+    return res
+
+
+@pytest.mark.parametrize("dtype", INEXACT + [np.int16])
+def test_vector_and_matrix_norm(session, dtype):
+    a = rand((2, 3, 4), dtype)
+    x = session.asarray(a)
+    for axis in (None, 0, -1, (0, 2), (2, 0, 1), (1,)):
+        for ord in (2, 1, math.inf, -math.inf, 0, 3):
+            for keepdims in (False, True):
+                check(linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord),
+                      _vector_norm_ref(a, axis, keepdims, ord))
+    for ord in ("fro", 1, -1, math.inf, -math.inf):
+        for keepdims in (False, True):
+            check(linalg.matrix_norm(x, keepdims=keepdims, ord=ord),
+                  np.linalg.norm(a, ord, axis=(-2, -1), keepdims=keepdims))
+    with pytest.raises(np.linalg.LinAlgError, match="1-dimensional array given"):
+        linalg.matrix_norm(x[0, 0])
+    with pytest.raises(ValueError, match="repeated axis"):
+        linalg.vector_norm(x, axis=(0, -3))
+
+
+# ---- det, slogdet, inv, solve ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", INEXACT)
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (5, 5), (7, 7), (3, 4, 4), (2, 3, 6, 6)])
+def test_det_slogdet(session, dtype, shape):
+    a = rand(shape, dtype)
+    x = session.asarray(a)
+    check(linalg.det(x), np.linalg.det(a), atol_scale=0)
+    sign, logdet = linalg.slogdet(x)
+    want_sign, want_log = np.linalg.slogdet(a)
+    check(sign, want_sign)
+    check(logdet, want_log, rtol=RTOL[np.dtype(dtype).name] * 10)
+    result = linalg.slogdet(x)
+    assert result.sign is result[0] and result.logabsdet is result[1]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint16, np.bool_])
+def test_det_of_ints_and_bool_is_float64(session, dtype):
+    a = rand((4, 3, 3), dtype)
+    x = session.asarray(a)
+    check(linalg.det(x), np.linalg.det(a), rtol=1e-12)
+    check(linalg.slogdet(x)[0], np.linalg.slogdet(a)[0])
+
+
+def test_det_singular_empty_and_pivoting(session):
+    singular = np.array([[[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 0.0]],
+                         [[0.0, 1.0], [1.0, 0.0]], [[0.0, 0.0], [1.0, 3.0]]])
+    x = session.asarray(singular)
+    check(linalg.det(x), np.linalg.det(singular), atol_scale=1)
+    sign, logdet = linalg.slogdet(x)
+    np.testing.assert_array_equal(sign.get(), np.linalg.slogdet(singular)[0])
+    np.testing.assert_array_equal(logdet.get(), np.linalg.slogdet(singular)[1])
+    for shape in [(0, 0), (3, 0, 0), (0, 2, 2), (2, 0, 3, 3)]:
+        for dtype in (np.float32, np.complex128, np.int32):
+            a = np.zeros(shape, dtype)
+            x = session.asarray(a)
+            check(linalg.det(x), np.linalg.det(a))
+            check(linalg.slogdet(x)[0], np.linalg.slogdet(a)[0])
+            check(linalg.slogdet(x)[1], np.linalg.slogdet(a)[1])
+            check(linalg.inv(x), np.linalg.inv(a))
+
+
+def test_det_needs_no_execute_until_get(session):
+    x = session.asarray(rand((3, 3), np.float64))
+    d = linalg.det(x)
+    assert isinstance(d, gf.RemoteArray) and d.shape == () and d.dtype == np.float64
+
+
+@pytest.mark.parametrize("dtype", INEXACT + [np.int32])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (7, 7), (2, 5, 5), (2, 1, 4, 4)])
+def test_inv(session, dtype, shape):
+    a = rand(shape, dtype, seed=1)
+    if np.dtype(dtype).kind == "i":
+        a = a + (np.eye(shape[-1], dtype=dtype) * 10).astype(dtype)
+    x = session.asarray(a)
+    check(linalg.inv(x), np.linalg.inv(a), atol_scale=10)
+
+
+def test_inv_beyond_one_graph(session):
+    # 70 steps: more than linalg._STEPS_PER_GRAPH, so the elimination is
+    # stored between graphs.
+    a = rand((2, 70, 70), np.float64, seed=3)
+    x = session.asarray(a)
+    check(linalg.inv(x), np.linalg.inv(a), rtol=1e-9)
+    check(linalg.det(x), np.linalg.det(a), rtol=1e-9, atol_scale=0)
+
+
+@pytest.mark.parametrize("dtype", INEXACT)
+def test_solve(session, dtype):
+    a = rand((3, 5, 5), dtype, seed=2)
+    b = rand((3, 5, 2), dtype, seed=4)
+    x, y = session.asarray(a), session.asarray(b)
+    check(linalg.solve(x, y), np.linalg.solve(a, b), atol_scale=10)
+    check(linalg.solve(x[0], y[0, :, 0]), np.linalg.solve(a[0], b[0, :, 0]), atol_scale=10)
+    # Batch axes broadcast.
+    a2 = rand((2, 1, 4, 4), dtype, seed=5)
+    b2 = rand((3, 4, 6), dtype, seed=6)
+    check(linalg.solve(session.asarray(a2), session.asarray(b2)),
+          np.linalg.solve(a2, b2[None]), atol_scale=10)
+    # NumPy 2: a 1-D b is one vector for every matrix of the stack.
+    v = rand((5,), dtype, seed=7)
+    want = np.stack([np.linalg.solve(m, v) for m in a])
+    check(linalg.solve(x, session.asarray(v)), want, atol_scale=10)
+    # b of the stack's ndim - 1 is a stack of matrices in NumPy 2 (NumPy 1
+    # took it for vectors).
+    b3 = rand((5, 3), dtype, seed=8)
+    check(linalg.solve(x, session.asarray(b3)), np.linalg.solve(a, b3[None]), atol_scale=10)
+
+
+def test_solve_promotes_and_accepts_host_operands(session):
+    a = rand((4, 4), np.float32, seed=2)
+    b = rand((4,), np.complex64, seed=3)
+    check(linalg.solve(session.asarray(a), b), np.linalg.solve(a, b), atol_scale=10)
+    ai = rand((3, 3), np.int16) + 5 * np.eye(3, dtype=np.int16)
+    check(linalg.solve(session.asarray(ai), [1, 2, 3]), np.linalg.solve(ai, [1, 2, 3]))
+    e = np.zeros((0, 0))
+    check(linalg.solve(session.asarray(e), session.asarray(np.zeros((0, 2)))),
+          np.linalg.solve(e, np.zeros((0, 2))))
+
+
+def test_singular_and_shape_errors(session):
+    singular = session.asarray(np.array([[[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0], [2.0, 4.0]]]))
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        linalg.inv(singular)
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        linalg.solve(singular, np.ones(2))
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        linalg.inv(session.asarray(np.zeros((3, 3), np.complex64)))
+    assert linalg.LinAlgError is np.linalg.LinAlgError
+    rect = session.asarray(np.ones((2, 3)))
+    vec = session.asarray(np.ones(3))
+    for func in (linalg.det, linalg.slogdet, linalg.inv):
+        with pytest.raises(np.linalg.LinAlgError, match="Last 2 dimensions of the array must be "
+                                                        "square"):
+            func(rect)
+        with pytest.raises(np.linalg.LinAlgError, match="1-dimensional array given. Array must "
+                                                        "be at least two-dimensional"):
+            func(vec)
+        with pytest.raises(TypeError, match="array type float16 is unsupported in linalg"):
+            func(session.asarray(np.eye(2, dtype=np.float16)))
+    with pytest.raises(np.linalg.LinAlgError, match="square"):
+        linalg.solve(rect, vec)
+    with pytest.raises(ValueError, match="mismatch in its core dimension 0"):
+        linalg.solve(session.asarray(np.eye(3)), np.ones(2))
+    with pytest.raises(ValueError, match="mismatch in its core dimension 0"):
+        linalg.solve(session.asarray(np.eye(3)), np.ones((2, 2)))
+    with pytest.raises(ValueError):
+        linalg.solve(session.asarray(np.ones((2, 3, 3))), np.ones((4, 3, 1)))
+
+
+# ---- matrix_power, multi_dot, tensorinv, tensorsolve ------------------------------------
+
+
+@pytest.mark.parametrize("dtype", INEXACT + [np.int64, np.int8])
+def test_matrix_power(session, dtype):
+    a = rand((2, 3, 3), dtype) / (1 if np.dtype(dtype).kind in "iu" else 2)
+    a = a.astype(dtype)
+    x = session.asarray(a)
+    for n in (0, 1, 2, 3, 5, 6, 11):
+        check(linalg.matrix_power(x, n), np.linalg.matrix_power(a, n),
+              rtol=1e-4 if np.dtype(dtype).kind in "fc" else None)
+    if np.dtype(dtype).kind in "fc":
+        for n in (-1, -2, -3):
+            check(linalg.matrix_power(x, n), np.linalg.matrix_power(a, n), rtol=1e-3,
+                  atol_scale=10)
+    with pytest.raises(TypeError, match="exponent must be an integer"):
+        linalg.matrix_power(x, 1.5)
+    with pytest.raises(np.linalg.LinAlgError, match="square"):
+        linalg.matrix_power(session.asarray(np.ones((2, 3))), 2)
+    e = np.zeros((0, 0), np.float32)
+    check(linalg.matrix_power(session.asarray(e), 3), np.linalg.matrix_power(e, 3))
+
+
+def test_multi_dot(session):
+    shapes = [(7,), (7, 3), (3, 5), (5, 2), (2,)]
+    arrays = [rand(s, np.float64, seed=i) for i, s in enumerate(shapes)]
+    remote = [session.asarray(a) for a in arrays]
+    for lo, hi in ((0, 5), (1, 4), (0, 3), (1, 5), (0, 2), (2, 4)):
+        check(linalg.multi_dot(remote[lo:hi]), np.linalg.multi_dot(arrays[lo:hi]))
+    c = [rand((2, 3), np.complex64), rand((3, 4), np.complex64), rand((4, 4), np.complex64)]
+    check(linalg.multi_dot([session.asarray(m) for m in c]), np.linalg.multi_dot(c))
+    with pytest.raises(ValueError, match="Expecting at least two arrays."):
+        linalg.multi_dot([remote[1]])
+    with pytest.raises(np.linalg.LinAlgError, match="3-dimensional array given. Array must be "
+                                                    "two-dimensional"):
+        linalg.multi_dot([remote[1], session.asarray(np.ones((3, 2, 2))), remote[3]])
+
+
+def test_tensorinv_and_tensorsolve(session):
+    a = np.eye(4 * 6).reshape(4, 6, 8, 3) + 0.1 * rand((4, 6, 8, 3), np.float64)
+    check(linalg.tensorinv(session.asarray(a), ind=2), np.linalg.tensorinv(a, ind=2),
+          rtol=1e-9)
+    b = np.eye(4 * 6).reshape(24, 8, 3) + 0.1 * rand((24, 8, 3), np.float64, seed=2)
+    check(linalg.tensorinv(session.asarray(b), ind=1), np.linalg.tensorinv(b, ind=1), rtol=1e-9)
+    with pytest.raises(ValueError, match="Invalid ind argument."):
+        linalg.tensorinv(session.asarray(a), ind=0)
+    t = np.eye(2 * 3 * 4).reshape(2 * 3, 4, 2, 3, 4) + 0.1 * rand((6, 4, 2, 3, 4), np.float64)
+    rhs = rand((6, 4), np.float64, seed=3)
+    check(linalg.tensorsolve(session.asarray(t), session.asarray(rhs)),
+          np.linalg.tensorsolve(t, rhs), rtol=1e-9)
+    t2 = np.moveaxis(t, 2, 0).copy()
+    check(linalg.tensorsolve(session.asarray(t2), rhs, axes=(0,)),
+          np.linalg.tensorsolve(t2, rhs, axes=(0,)), rtol=1e-9)
+    with pytest.raises(np.linalg.LinAlgError, match="Input arrays must satisfy"):
+        linalg.tensorsolve(session.asarray(np.ones((6, 4, 2, 3))), rhs)
+
+
+# ---- NumPy 2's linalg namespace --------------------------------------------------------------
+
+
+def test_numpy2_namespace_functions(session):
+    a = rand((2, 3, 4), np.complex64)
+    b = rand((2, 4, 5), np.complex64, seed=1)
+    x, y = session.asarray(a), session.asarray(b)
+    check(linalg.matmul(x, y), np.matmul(a, b))
+    c = rand((3, 4, 6), np.complex64, seed=2)
+    check(linalg.tensordot(x, session.asarray(c), axes=([1, 2], [0, 1])),
+          np.tensordot(a, c, axes=([1, 2], [0, 1])))
+    check(linalg.tensordot(x, session.asarray(c[0]), axes=1), np.tensordot(a, c[0], axes=1))
+    check(linalg.matrix_transpose(x), np.swapaxes(a, -1, -2))
+    check(linalg.diagonal(x), np.diagonal(a, axis1=-2, axis2=-1))
+    check(linalg.diagonal(x, offset=1), np.diagonal(a, 1, axis1=-2, axis2=-1))
+    check(linalg.trace(x), np.trace(a, axis1=-2, axis2=-1))
+    check(linalg.trace(x, offset=-1, dtype=np.complex128),
+          np.trace(a, -1, axis1=-2, axis2=-1, dtype=np.complex128))
+    u, v = rand((7,), np.float32), rand((5,), np.float32, seed=1)
+    check(linalg.outer(session.asarray(u), session.asarray(v)), np.outer(u, v))
+    p, q = rand((4, 3), np.float64), rand((4, 3), np.float64, seed=1)
+    check(linalg.cross(session.asarray(p), session.asarray(q)), np.cross(p, q))
+    check(linalg.cross(session.asarray(p.T.copy()), session.asarray(q.T.copy()), axis=0),
+          np.cross(p.T, q.T, axis=0))
+    with pytest.raises(ValueError, match="Input array must be at least 2-dimensional"):
+        linalg.matrix_transpose(session.asarray(u))
+    with pytest.raises(ValueError, match="Input arrays must be one-dimensional, but they are "
+                                         r"x1.ndim=2 and x2.ndim=1."):
+        linalg.outer(session.asarray(p), session.asarray(v))
+    with pytest.raises(ValueError, match="Both input arrays must be \\(arrays of\\) "
+                                         "3-dimensional vectors, but they are 2 and 3"):
+        linalg.cross(session.asarray(p[:, :2].copy()), session.asarray(q))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128, np.int8, np.int64])
+def test_vecdot(session, dtype):
+    a, b = rand((2, 3, 5), dtype), rand((3, 5), dtype, seed=1)
+    x, y = session.asarray(a), session.asarray(b)
+    want = (np.conj(a) * b).sum(axis=-1, dtype=np.result_type(a, b))
+    check(linalg.vecdot(x, y), want)
+    want0 = (np.conj(a) * rand((2, 3, 5), dtype, seed=2)).sum(axis=0, dtype=a.dtype)
+    check(linalg.vecdot(x, session.asarray(rand((2, 3, 5), dtype, seed=2)), axis=0), want0)
+    with pytest.raises(ValueError, match="mismatch in its core dimension"):
+        linalg.vecdot(x, session.asarray(np.ones((3, 4), dtype)))
+
+
+def test_linalg_is_a_gpuflow_submodule():
+    import gpuflow.linalg as by_path
+
+    assert gf.linalg is by_path is linalg
+    for name in linalg.__all__:
+        assert hasattr(linalg, name), name
+    # Not composed (no singular values or eigenvalues): absent, not faked.
+    for name in ("svd", "eigh", "qr", "cholesky", "lstsq", "pinv", "matrix_rank"):
+        assert not hasattr(linalg, name)
