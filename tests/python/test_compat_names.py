@@ -124,6 +124,8 @@ def test_array_api_spellings(session, dtype):
                (gf.astype(x, "float32"), host.astype("float32")),
                (gf.astype(x, np.int64, copy=False), host.astype(np.int64))])
     assert gf.astype(x, dtype, copy=False) is x
+    check_all([(gf.astype(host, "int32"), host.astype("int32")),
+               (gf.astype(host.tolist(), "float64"), np.asarray(host.tolist()).astype("float64"))])
     assert gf.astype(x, dtype) is not x
     parts = gf.unstack(x, axis=1)
     assert isinstance(parts, tuple) and len(parts) == 3
@@ -346,6 +348,8 @@ def test_insert_values_cast_broadcast_and_errors(session):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         check_all([(got, np.insert(h, [True, False], 0, axis=1))])
+    with pytest.raises(OverflowError, match="Python integer 300 out of bounds for uint8"):
+        gf.insert(gf.zeros(3, "uint8", session=session), 1, 300)
     with pytest.raises(IndexError, match="index 4 is out of bounds for axis 1 with size 3"):
         gf.insert(x, 4, 0, axis=1)
     with pytest.raises(IndexError):
@@ -468,6 +472,9 @@ def test_asnumpy_get_array_module_and_dlpack(session):
     host = _data("float32", (3, 4))
     x = session.asarray(host)
     np.testing.assert_array_equal(gf.asnumpy(x), host)
+    f = gf.asnumpy(x, order="F")
+    assert f.flags.f_contiguous and not f.flags.c_contiguous
+    np.testing.assert_array_equal(f, host)
     np.testing.assert_array_equal(gf.asnumpy([1, 2], stream=None), np.array([1, 2]))
     out = np.zeros((3, 4), np.float32)
     assert gf.asnumpy(x, out=out) is out

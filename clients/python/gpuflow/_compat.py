@@ -412,6 +412,11 @@ def insert(arr, obj, values, axis=None):
         elif indices.ndim > 1:
             raise ValueError("index array argument obj to insert must be one dimensional or "
                              "scalar")
+    if isinstance(values, (bool, int, float, complex)):
+        # NumPy 2's array(values, dtype=arr.dtype): an int that does not fit
+        # is its OverflowError.
+        values = functions.full((), _inference.convert_scalar(values, arr._expr.dtype),
+                                arr._expr.dtype, session=arr.session)
     values = _remote(values, arr.session).astype(arr._expr.dtype, copy=False)
     if values.ndim < arr.ndim:
         values = values.reshape((1,) * (arr.ndim - values.ndim) + values.shape)

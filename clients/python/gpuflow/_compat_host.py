@@ -33,14 +33,12 @@ def _upload(value, session):
 
 
 def asnumpy(a, stream=None, order="C", out=None, *, blocking=True):
-    """cupy.asnumpy: a RemoteArray's value (``.get()``), else
-    ``numpy.asarray(a, order=order)``; with ``out`` (a numpy array) the
-    value is copied into it. ``stream`` and ``blocking`` are accepted for
+    """cupy.asnumpy: ``numpy.asarray(a, order=order)`` of a RemoteArray's
+    value (``.get()``) or of an array-like; with ``out`` (a numpy array)
+    the value is copied into it. ``stream`` and ``blocking`` are accepted for
     CuPy's signature."""
     del stream, blocking
-    if isinstance(a, RemoteArray):
-        return a.get(order=order, out=out)
-    value = np.asarray(a, order=order)
+    value = np.asarray(a.get() if isinstance(a, RemoteArray) else a, order=order)
     if out is None:
         return value
     if out.shape != value.shape:
