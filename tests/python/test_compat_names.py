@@ -197,6 +197,10 @@ def test_gufunc_errors_as_numpy(session):
     with pytest.raises(ValueError, match=r"vecdot: Input operand 0 does not have enough "
                                          r"dimensions \(has 0"):
         gf.vecdot(gf.ones((), session=session), v)
+    with pytest.raises(TypeError, match=r"Cannot cast ufunc 'vecdot' input 0 from "
+                                        r"dtype\('float64'\) to dtype\('int32'\) with casting "
+                                        r"rule 'same_kind'"):
+        gf.vecdot(m, m, dtype="int32")
     with pytest.raises(ValueError, match=r"matvec: Input operand 1 has a mismatch"):
         gf.matvec(m, v)
     with pytest.raises(ValueError, match=r"matvec: Input operand 0 does not have enough"):

@@ -202,6 +202,9 @@ def vecdot(x1, x2, /, out=None, *, axis=-1, dtype=None):
     b = functions.moveaxis(b, axis, -1)
     _core_size("vecdot", sig, 1, 0, b.shape[-1], a.shape[-1])
     target = _product_dtype(a, b) if dtype is None else dtype_name(dtype)
+    for i, x in enumerate((a, b)):
+        if not _inference.can_cast(x._expr.dtype, target, "same_kind"):
+            raise _inference.cast_error("vecdot", i, x._expr.dtype, target, "same_kind")
     a, b = cast(a, target), cast(b, target)
     if target == "bool":
         result = functions.any(functions.logical_and(a, b), axis=-1)
