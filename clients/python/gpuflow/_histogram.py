@@ -114,8 +114,6 @@ def _ravel_and_check_weights(a, weights):
         if weights.shape != a.shape:
             raise ValueError("weights should have the same shape as a.")
         weights = weights.reshape(-1)
-    if _inference.is_complex(a._expr.dtype):
-        raise NotImplementedError("gpuflow.histogram of complex values is not supported yet")
     return a.reshape(-1), weights
 
 
@@ -259,6 +257,8 @@ def _estimated_bins(a, name, range, weights):
 
     if name not in _ESTIMATORS:
         raise ValueError(f"{name!r} is not a valid estimator for `bins`")
+    if _inference.is_complex(a._expr.dtype):  # NumPy's ceil of a complex width
+        raise _inference._no_loop("ceil")
     if weights is not None:
         raise TypeError("Automated estimation of the number of bins is not supported for "
                         "weighted data")
@@ -328,8 +328,8 @@ def _counts(a, weights, edges, uniform):
 
     ra = _ra()
     ntype = "int64" if weights is None else weights._expr.dtype
-    if edges.dtype.kind == "c":
-        raise NotImplementedError("gpuflow.histogram does not take complex bin edges")
+    if (edges.dtype.kind == "c" or _inference.is_complex(a._expr.dtype)) and edges.size:
+        return _complex_counts(a, weights, edges)
     if _inference.is_complex(ntype) and edges.size:
         parts = [_counts(a, ra.apply(part, (weights,)), edges, uniform)
                  for part in ("real", "imag")]
@@ -353,6 +353,55 @@ def _counts(a, weights, edges, uniform):
     return ra.apply("histogram", operands, attrs, session=a.session)
 
 
+def _lexicographic_rank(a, edges):
+    """int64, a's shape: how many edges are <= each value of ``a`` (complex
+    data or edges) in NumPy's complex order (real part, then imaginary
+    part); len(edges) for a value with a NaN part, which NumPy sorts after
+    every edge. Edges whose real parts increase strictly are searched by
+    the real part (one searchsorted, then one look at the edge of equal
+    real part); others compare with each edge."""
+    from gpuflow import _sorting
+
+    ra = _ra()
+    m = edges.size
+    e = edges.astype(np.complex128)
+    if np.all(e.real[:-1] < e.real[1:]):
+        re = ra.apply("cast", (ra.apply("real", (a,)),), {"dtype": "float64"})
+        im = ra.apply("cast", (ra.apply("imag", (a,)),), {"dtype": "float64"})
+        e_re = ra.asarray(e.real, session=a.session)
+        j = _sorting.searchsorted(e_re, re, side="left")
+        at = ra.apply("minimum", (j, np.int64(m - 1)))
+        tie = (e_re.take(at) == re) & (ra.asarray(e.imag, session=a.session).take(at) <= im)
+        k = j + (tie & (j < m)).astype("int64")
+    else:
+        k = None
+        for edge in e:
+            step = (a >= edge).astype("int64")
+            k = step if k is None else k + step
+    return ra.apply("where", (ra.apply("isnan", (a,)), np.int64(m), k))
+
+
+def _complex_counts(a, weights, edges):
+    """NumPy's histogram of complex data (or of data against complex
+    edges): each value in bin i where edges[i] <= value < edges[i + 1] in
+    NumPy's complex order, a value equal to the last edge in the last bin
+    (as NumPy's searchsorted of the sorted data places it); the bin
+    indices are then counted (or weighted) by the histogram op's equal
+    bins [k - 0.5, k + 0.5), as bincount counts them."""
+    from gpuflow import functions
+
+    ra = _ra()
+    m = edges.size
+    if m < 2:
+        ntype = "int64" if weights is None else weights._expr.dtype
+        return functions.zeros(0, ntype, session=a.session)
+    k = _lexicographic_rank(a, edges)
+    last = np.complex128(edges[-1])
+    index = ra.apply("where", ((k == m) & (a == last), np.int64(m - 2), k - 1))
+    centres = np.arange(m, dtype=np.float64) - 0.5
+    return _counts(index, weights, centres, (-0.5, float(m) - 1.5, m - 1))
+
+
 def histogram(a, bins=10, range=None, density=None, weights=None):
     """numpy.histogram: (hist, bin_edges) as RemoteArrays; NumPy's edges,
     bins and sums (see docs/ops.md, histogram)."""
@@ -361,7 +410,12 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     n = _counts(a, weights, edges, uniform)
     bin_edges = _ra().asarray(edges, session=a.session)
     if density:
-        db = np.array(np.diff(edges), float)
+        widths = np.diff(edges)
+        if widths.dtype.kind == "c":  # NumPy's float array of them drops the imaginary parts
+            warnings.warn("Casting complex values to real discards the imaginary part",
+                          getattr(np, "exceptions", np).ComplexWarning, stacklevel=2)
+            widths = widths.real
+        db = np.array(widths, float)
         return n / db / n.sum(), bin_edges
     return n, bin_edges
 
@@ -479,8 +533,6 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     x = _sample_columns(sample)
     n_samples, dims = x.shape
     session = x.session
-    if _inference.is_complex(x._expr.dtype):
-        raise NotImplementedError("gpuflow.histogramdd of complex values is not supported yet")
     if weights is not None:
         weights = weights if isinstance(weights, ra.RemoteArray) else \
             ra.asarray(weights, session=session)
@@ -530,8 +582,11 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     stride = 1
     for i in reversed(builtins.range(dims)):
         column = x[:, i]
-        remote_edges = ra.asarray(edges[i], session=session)
-        index = _sorting.searchsorted(remote_edges, column, side="right")
+        if _inference.is_complex(column._expr.dtype) or edges[i].dtype.kind == "c":
+            index = _lexicographic_rank(column, edges[i])  # searchsorted's in complex order
+        else:
+            index = _sorting.searchsorted(ra.asarray(edges[i], session=session), column,
+                                          side="right")
         index = index - (column == edges[i][-1]).astype("int64")
         term = index * stride if stride != 1 else index
         flat = term if flat is None else flat + term
