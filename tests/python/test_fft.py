@@ -91,6 +91,22 @@ def test_fft_of_2_16_is_one_execute_of_three_matmuls(session):
     assert len(kinds) <= 10, kinds
 
 
+def test_large_constants_upload_once_per_session(client):
+    # 65537 points: Bluestein's chirp and kernel are over 64 KiB, uploaded
+    # the first time and read from the session after.
+    x_np = data(65537)
+    with client.session() as s:
+        x = s.asarray(x_np)
+        first = gfft.fft(x)
+        count = len(s.list())
+        second = gfft.fft(x * 2)
+        assert len(s.list()) == count
+        check([(first, np.fft.fft(x_np), np.complex128),
+               (second, np.fft.fft(x_np * 2), np.complex128)])
+    with client.session() as s:  # a new session uploads its own
+        check([(gfft.fft(s.asarray(x_np)), np.fft.fft(x_np), np.complex128)])
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 12, 17, 97, 100, 128, 1000])
 def test_real_transforms_match_numpy(session, n):
     x_np = data((2, n), "float64")

@@ -42,7 +42,6 @@ import functools
 import math
 import operator
 import threading
-import weakref
 
 import numpy as np
 
@@ -93,12 +92,17 @@ def _frozen(a, dtype):
 
 
 @functools.lru_cache(maxsize=256)
-def _dft_matrix(p, sign, scale, rows, cols, left, dtype):
+def _dft_matrix(p, sign, scale, rows, cols, left, dtype, packed=False):
     """The p-point DFT matrix w_p^(sign*j*k) * scale, cut to its first
-    ``rows`` x ``cols`` (k by j for ``left``, i.e. F @ x; j by k for x @ F)."""
+    ``rows`` x ``cols`` (k by j for ``left``, i.e. F @ x; j by k for x @ F).
+    ``packed``: for real input pairs (x[2j], x[2j+1]) read as x[2j] +
+    i*x[2j+1], each j's row (column for ``left``) twice, times 1 and i."""
     j = np.arange(p)
-    m = _roots(sign * np.outer(j, j), p) * scale
-    return _frozen(m[:rows, :cols], dtype)
+    m = (_roots(sign * np.outer(j, j), p) * scale)[:rows, :cols]
+    if packed:
+        pairs = np.stack([m, 1j * m], axis=-1 if left else 1)
+        m = pairs.reshape((rows, 2 * cols) if left else (2 * rows, cols))
+    return _frozen(m, dtype)
 
 
 @functools.lru_cache(maxsize=256)
@@ -134,8 +138,13 @@ def _chirp(p, sign, m, column, dtype):
     return c.reshape((p,) + tail), _frozen(kernel.reshape((m,) + tail), dtype)
 
 
-_UPLOADED = weakref.WeakKeyDictionary()  # session -> OrderedDict(key -> (RemoteArray, bytes))
+# session -> OrderedDict(key -> (RemoteArray, bytes)), the sessions least
+# recently used first. An uploaded RemoteArray holds its session, so entries
+# are dropped when their session is closed or more than _CACHED_SESSIONS use
+# the cache (a weak mapping would never let go of either).
+_UPLOADED = collections.OrderedDict()
 _UPLOADED_LOCK = threading.Lock()
+_CACHED_SESSIONS = 8
 
 
 def _constant(session, host, key):
@@ -146,9 +155,14 @@ def _constant(session, host, key):
     if host.nbytes <= limit:
         return host
     with _UPLOADED_LOCK:
+        for other in [s for s in _UPLOADED if s.closed]:
+            del _UPLOADED[other]
         cache = _UPLOADED.get(session)
         if cache is None:
             cache = _UPLOADED[session] = collections.OrderedDict()
+            while len(_UPLOADED) > _CACHED_SESSIONS:
+                _UPLOADED.popitem(last=False)
+        _UPLOADED.move_to_end(session)
         found = cache.get(key)
         if found is not None:
             cache.move_to_end(key)
@@ -244,25 +258,30 @@ def _cut(x, axis, keep):
     return apply("slice", (x,), {"starts": [0], "stops": [keep], "axes": [axis]})
 
 
-def _dft(x, n, column, sign, scale, keep, cdtype):
+def _dft(x, n, column, sign, scale, keep, cdtype, packed=False):
     """The n-point DFT w_n^(sign*j*k) * scale, first ``keep`` outputs, along
     axis -1 of x (row form) or axis -2 (column form: the last axis is
-    carried along)."""
+    carried along). ``packed``: x is real, 2n long on that axis, and point j
+    is x[2j] + i*x[2j+1] (n smooth)."""
     session = x.session
     digits = _plan(n)
     tail = x.shape[-1:] if column else ()
     batch = x.shape[:x.ndim - 1 - len(tail)]
     depth = len(batch)
     if len(digits) > 1:
-        # Digit reversal: x[j0 + f0*j1 + ...] to x[j0, j1, ...].
-        x = _reshape(x, batch + digits[::-1] + tail)
+        # Digit reversal: x[j0 + f0*j1 + ...] to x[j0, j1, ...] (the pair of
+        # a packed point last, then joined to the innermost digit).
+        pair = (2,) if packed else ()
+        x = _reshape(x, batch + digits[::-1] + pair + tail)
         count = len(digits)
         perm = (list(range(depth)) + [depth + count - 1 - i for i in range(count)]
-                + ([depth + count] if column else []))
+                + list(range(depth + count, depth + count + len(pair) + len(tail))))
         x = apply("transpose", (x,), {"axes": perm})
+        if packed:
+            x = _reshape(x, batch + digits[:-1] + (2 * digits[-1],) + tail)
     last = len(digits) - 1
     x = _leaf(x, digits[-1], column, sign, scale if last == 0 else 1.0,
-              keep if last == 0 else digits[-1], cdtype)
+              keep if last == 0 else digits[-1], cdtype, packed)
     width = tail[0] if column else 1
     # Level i: x holds outer + (f_i, N) (+ tail), N the points of the levels
     # inside it, in natural order; below the innermost level N splits as
@@ -288,9 +307,16 @@ def _dft(x, n, column, sign, scale, keep, cdtype):
     return x
 
 
-def _leaf(x, p, column, sign, scale, keep, cdtype):
+def _leaf(x, p, column, sign, scale, keep, cdtype, packed=False):
     """The innermost digit: p points along axis -1 (row) or -2 (column)."""
     session = x.session
+    if packed:
+        key = ("packed", p, sign, scale, keep, column, cdtype)
+        if column:
+            matrix = _dft_matrix(p, sign, scale, keep, p, True, cdtype, True)
+            return apply("matmul", (_constant(session, matrix, key), x))
+        matrix = _dft_matrix(p, sign, scale, p, keep, False, cdtype, True)
+        return apply("matmul", (x, _constant(session, matrix, key)))
     if p == 1:
         x = x if x.dtype == cdtype else apply("cast", (x,), {"dtype": cdtype})
         return x if scale == 1.0 else apply("mul", (x, scale))
@@ -322,6 +348,98 @@ def _bluestein(x, p, column, sign, scale, keep, cdtype):
     post = c[:keep] * scale
     return apply("mul", (y, _constant(session, _frozen(post, cdtype),
                                       ("post", p, sign, scale, keep, column, cdtype))))
+
+
+def _packable(n):
+    """Whether a real transform of n points runs as n / 2 complex ones: n
+    even, more than one matmul's worth, and n / 2 without Bluestein."""
+    return n % 2 == 0 and n > _LEAF and _plan(n // 2)[-1] <= _LEAF
+
+
+@functools.lru_cache(maxsize=128)
+def _unpacking(n, sign, scale, column, dtype):
+    """The factors (1 -/+ i w^k) * scale / 2 for k = 0 .. n/2 that turn the
+    n/2-point DFT Z of packed pairs into the n-point DFT of real points:
+    X_k = Z_k * a_k + conj(Z_(n/2-k)) * b_k (w = w_n^sign)."""
+    w = _roots(sign * np.arange(n // 2 + 1), n)
+    tail = (1,) if column else ()
+    a = (1 - 1j * w) * (scale / 2)
+    b = (1 + 1j * w) * (scale / 2)
+    return _frozen(a.reshape(a.shape + tail), dtype), _frozen(b.reshape(b.shape + tail), dtype)
+
+
+@functools.lru_cache(maxsize=128)
+def _packing(n, sign, scale, column, dtype):
+    """For the inverse direction: Z_k = X'_k * a_k + conj(X'_(n/2-k)) * b_k
+    (k = 0 .. n/2; the last is dropped), a_k = (1 + i w^k) * scale,
+    b_k = (1 - i w^k) * scale, and the mask of k = 0 and n/2, whose
+    imaginary parts are ignored as NumPy's c2r ignores them."""
+    w = _roots(sign * np.arange(n // 2 + 1), n)
+    tail = (1,) if column else ()
+    a = (1 + 1j * w) * scale
+    b = (1 - 1j * w) * scale
+    mask = np.zeros(n // 2 + 1)
+    mask[[0, -1]] = 1
+    return (_frozen(a.reshape(a.shape + tail), dtype), _frozen(b.reshape(b.shape + tail), dtype),
+            _frozen(mask.reshape(mask.shape + tail), _real_dtype(dtype)))
+
+
+def _reversed(x, axis):
+    """x[..., ::-1, ...] along the (non-negative) ``axis``."""
+    return apply("slice", (x,), {"starts": [_inference.INT64_MAX], "stops": [_inference.INT64_MIN],
+                                 "steps": [-1], "axes": [axis]})
+
+
+def _work_shape(x, axis, n):
+    """(shape, column) of x's work form: lead + (n,) or lead + (n, width)."""
+    lead, trail = x.shape[:axis], x.shape[axis + 1:]
+    width = math.prod(trail)
+    return (lead + (n,), False) if width == 1 else (lead + (n, width), True)
+
+
+def _real_forward(x, axis, sign, scale, cdtype):
+    """The n // 2 + 1 first points of the DFT of real x (n even, packable):
+    an n/2-point transform of the pairs, then X_k = Z_k a_k + conj(Z_(m-k))
+    b_k."""
+    n = x.shape[axis]
+    m = n // 2
+    shape, column = _work_shape(x, axis, n)
+    z = _dft(_reshape(x, shape), m, column, sign, 1.0, m, cdtype, packed=True)
+    at = z.ndim - (2 if column else 1)
+    first = apply("slice", (z,), {"starts": [0], "stops": [1], "axes": [at]})
+    z = apply("concatenate", (z, first), {"axis": at})  # Z_0 .. Z_m (Z_m = Z_0)
+    a, b = _unpacking(n, sign, scale, column, cdtype)
+    session = x.session
+    key = ("unpack", n, sign, scale, column, cdtype)
+    y = apply("add", (apply("mul", (z, _constant(session, a, key + (0,)))),
+                      apply("mul", (apply("conj", (_reversed(z, at),)),
+                                    _constant(session, b, key + (1,))))))
+    return _reshape(y, x.shape[:axis] + (m + 1,) + x.shape[axis + 1:])
+
+
+def _real_inverse(x, axis, n, sign, scale, cdtype):
+    """n real points (n even, packable) from the n // 2 + 1 of a Hermitian
+    spectrum x along ``axis``: Z_k = X_k a_k + conj(X_(m-k)) b_k, an
+    m-point transform, its real and imaginary parts interleaved."""
+    m = n // 2
+    full = x.shape
+    shape, column = _work_shape(x, axis, m + 1)
+    x = _reshape(x, shape)
+    at = x.ndim - (2 if column else 1)
+    a, b, mask = _packing(n, sign, scale, column, cdtype)
+    session = x.session
+    key = ("pack", n, sign, scale, column, cdtype)
+    a, b, mask = (_constant(session, c, key + (i,)) for i, c in enumerate((a, b, mask)))
+
+    def real_ends(v):  # v with the imaginary parts of k = 0 and m dropped
+        return apply("sub", (v, apply("mul", (apply("mul", (apply("imag", (v,)), mask)), 1j))))
+
+    z = apply("add", (apply("mul", (real_ends(x), a)),
+                      apply("mul", (apply("conj", (real_ends(_reversed(x, at)),)), b))))
+    z = _cut(z, at, m)
+    z = _dft(z, m, column, sign, 1.0, m, cdtype)
+    y = apply("stack", (apply("real", (z,)), apply("imag", (z,))), {"axis": at + 1})
+    return _reshape(y, full[:axis] + (n,) + full[axis + 1:])
 
 
 def _transform(x, axis, sign, scale, keep, cdtype):
@@ -423,7 +541,10 @@ def _r2c(a, n, axis, norm, forward, name):
     rdtype = _real_dtype(cdtype)
     if x.dtype != rdtype:
         x = x.astype(rdtype)
-    return _transform(x, axis, -1 if forward else 1, scale, n // 2 + 1, cdtype)
+    sign = -1 if forward else 1
+    if _packable(n) and math.prod(x.shape):
+        return _real_forward(x, axis, sign, scale, cdtype)
+    return _transform(x, axis, sign, scale, n // 2 + 1, cdtype)
 
 
 def _c2r(a, n, axis, norm, forward):
@@ -438,6 +559,9 @@ def _c2r(a, n, axis, norm, forward):
     x = _resized(a, axis, half)
     if x.dtype != cdtype:
         x = x.astype(cdtype)
+    sign = -1 if forward else 1
+    if _packable(n) and math.prod(x.shape):
+        return _real_inverse(x, axis, n, sign, scale, cdtype)
     mirrored = (n + 1) // 2 - 1  # X[n - k] = conj(X[k]) for k = 1 .. mirrored
     if mirrored > 0 and math.prod(x.shape):
         tail = apply("slice", (x,), {"starts": [mirrored], "stops": [0], "steps": [-1],
@@ -445,8 +569,7 @@ def _c2r(a, n, axis, norm, forward):
         x = apply("concatenate", (x, apply("conj", (tail,))), {"axis": axis})
     else:
         x = _resized(x, axis, n)
-    y = _transform(x, axis, -1 if forward else 1, scale, n, cdtype)
-    return apply("real", (y,))
+    return apply("real", (_transform(x, axis, sign, scale, n, cdtype),))
 
 
 def _out(out, result, name):
