@@ -117,9 +117,11 @@ def _to_words(x, w):
     u = _bitcast(x, _UINT[size])
     if size == w:
         return u
-    word = _UINT[w]
-    pieces = [_cast(u if j == 0 else _apply("floordiv", (u, np.dtype(u._expr.dtype).type(
-        1 << (8 * w * j)))), word) for j in range(size // w)]
+    pieces = []
+    for j in range(size // w):
+        shifted = u if j == 0 else _apply("floordiv", (u, np.dtype(_UINT[size]).type(
+            1 << (8 * w * j))))  # u >> 8wj
+        pieces.append(_cast(shifted, _UINT[w]))  # the low w bytes
     return _joined(_stack_last(pieces))
 
 
