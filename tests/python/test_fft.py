@@ -232,7 +232,12 @@ def test_nd_transforms_match_numpy(session):
              (gfft.irfftn(x), f.irfftn(x_np), np.float64),
              (gfft.irfftn(x, s=(3, 5, 7)), f.irfftn(x_np, s=(3, 5, 7)), np.float64),
              (gfft.irfftn(x, axes=(0, 1)), f.irfftn(x_np, axes=(0, 1)), np.float64),
-             (gfft.irfft2(x, s=(4, 11)), f.irfft2(x_np, s=(4, 11)), np.float64)]
+             (gfft.irfft2(x, s=(4, 11)), f.irfft2(x_np, s=(4, 11)), np.float64),
+             # NumPy 2: -1 or None in s keeps the axis's length.
+             (gfft.fftn(x, s=(-1, 5), axes=(0, 1)), f.fftn(x_np, s=(3, 5), axes=(0, 1)), c),
+             (gfft.rfftn(r, s=(None, 4), axes=(1, 2)), f.rfftn(r_np, s=(4, 4), axes=(1, 2)), c),
+             (gfft.irfftn(x, s=(-1, -1), axes=(0, 2)), f.irfftn(x_np, s=(3, 6), axes=(0, 2)),
+              np.float64)]
     check(pairs)
 
 

@@ -13,8 +13,8 @@ at most ``_LEAF`` points and elementwise twiddle products:
 * n is split into factors f0 * f1 * ... * fL, each at most _LEAF (the
   fewest factors, then the smallest sum: the cost in multiply-adds per
   element); a part of n whose prime factors all exceed _LEAF is one last
-  factor, done by Bluestein's chirp-z algorithm (a circular convolution of a
-  power-of-two length >= 2p - 1, through the same transforms);
+  factor, done by Bluestein's chirp-z algorithm (a circular convolution of
+  length m >= 2p - 1, m's primes <= _LEAF, through the same transforms);
 * one transpose puts the input's digits in reverse order (j = j0 + f0*j1 +
   ...); then, innermost first, each factor is a matmul with its DFT matrix
   (``x @ F`` for the innermost one along the last axis, ``F @ x`` for the
@@ -30,6 +30,12 @@ once per session and kept (a bounded cache). A transform is a handful of
 kernels (one matmul per factor, an elementwise product between them, one
 transpose) and, as every gpuflow function, lazy: nothing runs before
 ``.get()``. Normalisation is folded into the last matrix.
+
+Real transforms of an even n > _LEAF (n/2 without Bluestein) transform n/2
+complex points: the pairs x[2j] + i*x[2j+1], packed by the first matmul's
+matrix ([F, iF] interleaved), then X_k = Z_k a_k + conj(Z_(n/2-k)) b_k in
+one elementwise step; irfft packs its spectrum the other way and
+interleaves the real and imaginary parts of the n/2 results.
 
 Dtypes are NumPy 2's and CuPy's: float16, float32 and complex64 (and
 bfloat16) give complex64, every other dtype complex128; ``irfft`` and
@@ -224,8 +230,21 @@ def _plan(n):
     return digits + ((rough,) if rough > 1 else ()) or (1,)
 
 
-def _next_power_of_two(n):
-    return 1 << (n - 1).bit_length()
+@functools.lru_cache(maxsize=256)
+def _convolution_length(n):
+    """Bluestein's convolution length for n >= 2p - 1: the smallest number
+    from n up to the next power of two whose primes are all <= _LEAF and
+    which splits into no more factors than that power of two."""
+    power = 1 << (n - 1).bit_length()
+    levels = len(_split_smooth(power))
+    for m in range(n, power):
+        rest = m
+        for d in range(2, _LEAF + 1):
+            while rest % d == 0:
+                rest //= d
+        if rest == 1 and len(_split_smooth(m)) <= levels:
+            return m
+    return power
 
 
 # ---- the transform --------------------------------------------------------------------
@@ -333,10 +352,10 @@ def _leaf(x, p, column, sign, scale, keep, cdtype, packed=False):
 
 def _bluestein(x, p, column, sign, scale, keep, cdtype):
     """p points by Bluestein's algorithm: X_k = c_k * sum_j (x_j c_j)
-    conj(c_(k-j)), the sum a circular convolution of length m (a power of
-    two >= 2p - 1) through two m-point transforms."""
+    conj(c_(k-j)), the sum a circular convolution of length m >= 2p - 1
+    through two m-point transforms."""
     session = x.session
-    m = _next_power_of_two(2 * p - 1)
+    m = _convolution_length(2 * p - 1)
     c, kernel = _chirp(p, sign, m, column, cdtype)
     axis = x.ndim - (2 if column else 1)
     y = apply("mul", (x, _constant(session, _frozen(c, cdtype), ("chirp", p, sign, column,
@@ -619,7 +638,8 @@ def ihfft(a, n=None, axis=-1, norm=None, out=None):
 
 
 def _cook(a, s, axes, invreal=False):
-    """numpy.fft's (s, axes) from the arguments."""
+    """numpy.fft's (s, axes) from the arguments; an entry -1 or None of s
+    (NumPy 2) keeps that axis's length."""
     if s is None:
         shapeless = True
         if axes is None:
@@ -637,6 +657,8 @@ def _cook(a, s, axes, invreal=False):
         raise ValueError("Shape and axes have different lengths.")
     if invreal and shapeless:
         s[-1] = (a.shape[_inference.normalize_axis(axes[-1], a.ndim)] - 1) * 2
+    s = [a.shape[_inference.normalize_axis(x, a.ndim)] if n is None or n == -1 else n
+         for n, x in zip(s, axes)]
     return s, axes
 
 
