@@ -481,6 +481,10 @@ def _transform(x, axis, sign, scale, keep, cdtype):
 # ---- arguments ------------------------------------------------------------------------
 
 
+def _dtype_name(a):
+    return a.dtype if isinstance(a.dtype, str) else a.dtype.name
+
+
 def _remote(a):
     if isinstance(a, RemoteArray):
         return a
@@ -538,10 +542,6 @@ def _c2c(a, n, axis, norm, forward):
     if x.dtype != cdtype:
         x = x.astype(cdtype)
     return _transform(x, axis, -1 if forward else 1, scale, n, cdtype)
-
-
-def _dtype_name(a):
-    return a.dtype if isinstance(a.dtype, str) else a.dtype.name
 
 
 def _r2c(a, n, axis, norm, forward, name):
