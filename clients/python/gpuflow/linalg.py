@@ -5,23 +5,28 @@ namespace) composed of the server's ops::
 
     gf.linalg.norm(x, axis=-1)            # sqrt of a sum, one fused group
     gf.linalg.solve(a, b)                 # Gauss-Jordan with partial pivoting
-    sign, logdet = gf.linalg.slogdet(a)
+    w, v = gf.linalg.eigh(h)              # parallel Jacobi, one Execute per sweep
 
 Norms are reductions; ``matrix_power`` and ``multi_dot`` are ``matmul``
 chains. ``det``, ``slogdet``, ``inv``, ``solve`` (and ``tensorinv``,
-``tensorsolve``) eliminate with partial pivoting: a loop of n steps on the
-client that builds one lazy graph of O(n) nodes (each step an ``argmax``
-for the pivot row, ``where`` swaps and a broadcast update of the whole
-stack), evaluated in pieces of ``_STEPS_PER_GRAPH`` steps for large n. They
-compute in the input's precision as LAPACK does (ints and bool in float64;
-float16 is NumPy's ``TypeError``). ``inv`` and ``solve`` run one Execute at
-the call to learn whether a pivot is zero (NumPy's ``LinAlgError``
-"Singular matrix"), keeping the result on the server.
+``tensorsolve``, ``cond``) eliminate with partial pivoting, ``cholesky``
+goes column by column and ``qr`` applies Householder reflections with
+LAPACK's conventions: each a loop of n steps on the client that builds one
+lazy graph of O(n) nodes (stored on the server between graphs every
+``_STEPS_PER_GRAPH`` steps). ``eigh``/``eigvalsh`` (two-sided) and ``svd``
+(one-sided, Hestenes) are the parallel Jacobi method: each sweep rotates
+every pair of columns once, n / 2 disjoint pairs at a time (a round-robin
+order, n - 1 steps), and one Execute per sweep reads the largest
+off-diagonal ratio to decide whether to go on (about 6 to 12 sweeps);
+``pinv``, ``matrix_rank``, ``lstsq``, ``svdvals`` and the 2, -2 and 'nuc'
+matrix norms use ``svd``. Everything computes in the input's precision as
+LAPACK does (ints and bool in float64; float16 is NumPy's ``TypeError``).
+``inv``, ``solve`` and ``cholesky`` run one Execute at the call to learn
+whether a pivot is zero (NumPy's ``LinAlgError``), keeping the result on
+the server.
 
-Not available (they need singular values or eigenvalues, which no server
-op computes): ``svd``, ``eigh``, ``eigvalsh``, ``eig``, ``eigvals``, ``qr``,
-``cholesky``, ``lstsq``, ``pinv``, ``matrix_rank``, ``cond``, ``svdvals``;
-``norm`` of ord 2, -2 and 'nuc' for matrices raises NotImplementedError.
+Not available: ``eig``, ``eigvals`` (non-Hermitian eigenproblems) and
+``qr(mode='raw')``.
 """
 
 import collections
@@ -125,10 +130,12 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
         if row_axis == col_axis:
             raise ValueError("Duplicate axes given.")
         if _is_str(ord) and ord == "nuc" or not _is_str(ord) and ord in (2, -2):
-            raise NotImplementedError(
-                f"gpuflow.linalg.norm: ord={ord!r} for matrices needs singular values, which "
-                "gpuflow cannot compute (no SVD op)")
-        if not _is_str(ord) and ord in (1, -1):
+            sv = svd(f.moveaxis(x, (row_axis, col_axis), (-2, -1)), compute_uv=False)
+            if ord == "nuc":
+                ret = sv.sum(axis=-1)
+            else:
+                ret = sv.max(axis=-1) if ord == 2 else sv.min(axis=-1)
+        elif not _is_str(ord) and ord in (1, -1):
             if col_axis > row_axis:
                 col_axis -= 1
             s = _sum(abs(x), row_axis)
@@ -231,29 +238,14 @@ def trace(x, /, *, offset=0, dtype=None):
 
 
 def matrix_transpose(x, /):
-    """numpy.linalg.matrix_transpose (NumPy 2): the last two axes swapped."""
-    x = _remote(x)
-    if x.ndim < 2:
-        raise ValueError("Input array must be at least 2-dimensional")
-    return x.swapaxes(-1, -2)
+    """numpy.linalg.matrix_transpose (NumPy 2): :func:`gpuflow.matrix_transpose`."""
+    return _f().matrix_transpose(_remote(x))
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    """numpy.linalg.vecdot (NumPy 2): sum(conj(x1) * x2) along ``axis``,
-    in the operands' promoted dtype (a ``matmul`` of the broadcast stacks)."""
-    f = _f()
-    x1, x2 = _remotes(x1, x2)
-    if x1.ndim == 0 or x2.ndim == 0:
-        raise ValueError("vecdot: Input operand does not have enough dimensions")
-    a = f.moveaxis(x1, axis, -1)
-    b = f.moveaxis(x2, axis, -1)
-    if a.shape[-1] != b.shape[-1]:
-        raise ValueError(f"vecdot: Input operand 1 has a mismatch in its core dimension 0, with "
-                         f"gufunc signature (n),(n)->() (size {b.shape[-1]} is different from "
-                         f"{a.shape[-1]})")
-    if _kind(a.dtype) == "c":
-        a = a.conj()
-    return f.matmul(a[..., None, :], b[..., :, None])[..., 0, 0]
+    """numpy.linalg.vecdot (NumPy 2): :func:`gpuflow.vecdot`, sum(conj(x1) *
+    x2) along ``axis``."""
+    return _f().vecdot(x1, x2, axis=axis)
 
 
 def multi_dot(arrays, *, out=None):
@@ -374,13 +366,15 @@ def _store(arrays, download=()):
     """Evaluates ``arrays`` (kept on the server, as owned temporaries) and
     ``download`` (returned as numpy) in one Execute: (new RemoteArrays,
     numpy values)."""
-    session = arrays[0].session
-    exprs = [a._expr for a in arrays] + [d._expr for d in download]
-    names = [session._new_temp_name() for _ in arrays] + [None] * len(download)
+    session = (arrays or download)[0].session
+    # A session array already is stored: it is kept as it is.
+    todo = [a for a in arrays if a._expr.op is not None]
+    exprs = [a._expr for a in todo] + [d._expr for d in download]
+    names = [session._new_temp_name() for _ in todo] + [None] * len(download)
     values, _ = _execute(session, exprs, names)
-    stored = [RemoteArray(session, _leaf(session, name, info.dtype, info.shape, owned=True))
-              for name, info in zip(names[:len(arrays)], values)]
-    return stored, list(values[len(arrays):])
+    made = {id(a): RemoteArray(session, _leaf(session, name, info.dtype, info.shape, owned=True))
+            for a, name, info in zip(todo, names, values)}
+    return [made.get(id(a), a) for a in arrays], list(values[len(todo):])
 
 
 def _eliminate(m, n, jordan, on_pivot):
@@ -527,6 +521,540 @@ def solve(a, b):
     return x[..., 0] if vector else x
 
 
+# ---- cholesky, qr ------------------------------------------------------------------------
+
+
+def _steps(state, k):
+    """``state`` (a list of RemoteArrays), stored on the server every
+    _STEPS_PER_GRAPH steps so that no graph outgrows the server's limit."""
+    if k and k % _STEPS_PER_GRAPH == 0:
+        state, _ = _store(state)
+    return state
+
+
+def cholesky(a, /, *, upper=False):
+    """numpy.linalg.cholesky: L with a = L L^H from a's lower triangle (the
+    upper one is not read, as LAPACK's potrf), column by column;
+    ``upper=True`` gives L^H (NumPy 2). LinAlgError("Matrix is not
+    positive definite") after one Execute at the call."""
+    f = _f()
+    m, dtype = _square_stack(a)
+    n = m.shape[-1]
+    if n == 0 or m.size == 0:
+        return f.zeros(m.shape, dtype, session=m.session)
+    rows = np.arange(n)
+    out = f.zeros(m.shape, dtype, session=m.session)
+    bad = f.zeros(m.shape[:-2], np.bool_, session=m.session)
+    for k in range(n):
+        m, out, bad = _steps([m, out, bad], k)
+        d = m[..., k, k].real
+        bad = bad | ~(d > 0)
+        root = f.sqrt(f.where(d > 0, d, 1)).astype(dtype)
+        col = f.where(rows > k, m[..., :, k] / root[..., None], 0)
+        col = f.where(rows == k, root[..., None], col)
+        out = f.where(rows == k, col[..., :, None], out)
+        m = m - col[..., :, None] * col.conj()[..., None, :]
+    (out,), (flag,) = _store([out], [bad.any()])
+    if bool(flag):
+        raise LinAlgError("Matrix is not positive definite")
+    return out.swapaxes(-1, -2).conj() if upper else out
+
+
+QRResult = collections.namedtuple("QRResult", ["Q", "R"])
+
+
+def qr(a, mode="reduced"):
+    """numpy.linalg.qr by Householder reflections with LAPACK's (geqrf's)
+    conventions, so Q and R are NumPy's to rounding: ``mode`` 'reduced'
+    (Q (..., M, K), R (..., K, N)), 'complete' (Q (..., M, M)) or 'r' (R
+    only); 'raw' (LAPACK's packed form) is NotImplementedError."""
+    f = _f()
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise ValueError(f"Unrecognized mode '{mode}'")
+    if mode == "raw":
+        raise NotImplementedError("gpuflow.linalg.qr: mode='raw' (LAPACK's packed reflectors) "
+                                  "is not supported")
+    r = _remote(a)
+    _assert_stacked_2d(r)
+    dtype = _common_type(r)
+    r = r.astype(dtype) if r.dtype != dtype else r
+    mm, nn = r.shape[-2:]
+    kk = min(mm, nn)
+    batch = r.shape[:-2]
+    complex_ = dtype.kind == "c"
+    real = _inference.real_dtype(dtype.name)
+    eye = f.eye(mm, dtype=dtype, session=r.session)
+    q = f.broadcast_to(eye, batch + (mm, mm)).copy()
+    rows = np.arange(mm)
+    for k in range(kk):
+        r, q = _steps([r, q], k)
+        col = r[..., :, k]
+        alpha = r[..., k, k]
+        tail = f.where(rows > k, col, 0)
+        xnorm = f.sqrt(_sum(_abs2(tail), -1)).astype(real)
+        alpha_re = alpha.real if complex_ else alpha
+        alpha_im = alpha.imag if complex_ else None
+        norm_all = f.sqrt(abs(alpha) ** 2 + xnorm * xnorm)
+        beta = f.where(alpha_re >= 0, -norm_all, norm_all)
+        keep = xnorm == 0
+        if complex_:
+            keep = keep & (alpha_im == 0)
+        safe_beta = f.where(keep, 1, beta)
+        tau = f.where(keep, 0, (beta - alpha) / safe_beta).astype(dtype)
+        scale = f.where(keep, 1, alpha - beta)
+        v = f.where(rows == k, 1, f.where(rows > k, col / scale[..., None], 0)).astype(dtype)
+        vh = v.conj() if complex_ else v
+        # R := H^H R and Q := Q H with H = I - tau v v^H.
+        w = f.matmul(vh[..., None, :], r)[..., 0, :]
+        t = tau.conj() if complex_ else tau
+        r = r - (t[..., None] * v)[..., :, None] * w[..., None, :]
+        qv = f.matmul(q, v[..., :, None])[..., :, 0]
+        q = q - (tau[..., None] * qv)[..., :, None] * vh[..., None, :]
+    r = f.where(rows[:, None] > np.arange(nn), 0, r).astype(dtype)
+    if mode == "r":
+        return r[..., :kk, :]
+    if mode == "complete":
+        return QRResult(q, r)
+    return QRResult(q[..., :, :kk], r[..., :kk, :])
+
+
+# ---- Jacobi: eigh, eigvalsh, svd and what needs singular values -------------------------
+
+# Sweeps of the parallel (round-robin) Jacobi method before giving up; each
+# sweep visits every pair of columns once, in n - 1 steps of n / 2 disjoint
+# pairs rotated at once. Quadratic convergence takes 6 to 12 in practice.
+_MAX_SWEEPS = 40
+
+
+def _round_robin(n):
+    """n - 1 layouts of the even number n: each a list of column indices
+    in which positions (2i, 2i + 1) are a pair, every pair once over all."""
+    others = list(range(1, n))
+    layouts = []
+    for step in range(n - 1):
+        ring = [0] + others[step:] + others[:step]
+        layout = []
+        for i in range(n // 2):
+            layout += [ring[i], ring[n - 1 - i]]
+        layouts.append(layout)
+    return layouts
+
+
+class _Layout:
+    """Tracks which original column sits at each position of arrays whose
+    columns (and, for eigh, rows) are permuted step by step."""
+
+    def __init__(self, n):
+        self.where = np.arange(n)  # where[original] = position now
+
+    def gather(self, layout):
+        index = self.where[np.asarray(layout)]
+        self.where = np.empty_like(self.where)
+        self.where[np.asarray(layout)] = np.arange(len(layout))
+        return index
+
+    def home(self):
+        return self.gather(list(range(len(self.where))))
+
+
+def _rotation(app, aqq, apq, complex_):
+    """Jacobi's rotation (c, s, phase) that zeroes the off-diagonal entry
+    of the Hermitian 2x2 [[app, apq], [conj(apq), aqq]]: t = s / c is the
+    smaller root of t^2 + 2 zeta t - 1, zeta = (aqq - app) / (2 |apq|);
+    phase = apq / |apq| (1 where apq is 0: no rotation)."""
+    f = _f()
+    mag = abs(apq)
+    rotate = mag > 0
+    safe = f.where(rotate, mag, 1)
+    zeta = (aqq - app) / (2 * safe)
+    t = 1 / (abs(zeta) + f.sqrt(1 + zeta * zeta))
+    t = f.where(rotate & f.isfinite(zeta), f.where(zeta < 0, -t, t), 0)
+    c = 1 / f.sqrt(1 + t * t)
+    if complex_:
+        phase = f.where(rotate, apq / safe, 1).astype(apq.dtype)
+    else:
+        phase = f.where(apq < 0, -1.0, 1.0).astype(apq.dtype)
+    return c, c * t, phase
+
+
+def _rotate_pairs(x, c, s, phase, axis, complex_):
+    """Applies the rotations to the pairs of columns (axis -1) or rows
+    (axis -2) at positions (2i, 2i + 1): p' = c p - s b, q' = (s p + c b)
+    phase with b = q conj(phase) (rows: the conjugate rotation)."""
+    f = _f()
+    shape = x.shape
+    if axis == -1:
+        pairs = x.reshape(shape[:-1] + (shape[-1] // 2, 2))
+        p, q = pairs[..., 0], pairs[..., 1]
+        c, s, ph = c[..., None, :], s[..., None, :], phase[..., None, :]
+    else:
+        pairs = x.reshape(shape[:-2] + (shape[-2] // 2, 2, shape[-1]))
+        p, q = pairs[..., 0, :], pairs[..., 1, :]
+        c, s, ph = c[..., :, None], s[..., :, None], phase[..., :, None]
+    if complex_ and axis == -2:
+        ph = ph.conj()
+    b = q * (ph.conj() if complex_ else ph)
+    p2 = c * p - s * b
+    q2 = (s * p + c * b) * ph
+    return f.stack([p2, q2], axis=-1 if axis == -1 else -2).astype(x.dtype).reshape(shape)
+
+
+def _pad_even(x, rows_too):
+    f = _f()
+    n = x.shape[-1]
+    if n % 2 == 0:
+        return x
+    x = f.concatenate([x, f.zeros(x.shape[:-1] + (1,), x.dtype, session=x.session)], axis=-1)
+    if rows_too:
+        x = f.concatenate([x, f.zeros(x.shape[:-2] + (1, n + 1), x.dtype, session=x.session)],
+                          axis=-2)
+    return x
+
+
+def _tolerance(dtype, n):
+    return float(np.finfo(np.dtype(_inference.real_dtype(np.dtype(dtype).name))).eps) * max(n, 1)
+
+
+def _jacobi_eigh(a, vectors):
+    """Two-sided parallel Jacobi of the Hermitian stack a (..., n, n):
+    (eigenvalues (..., n) in a's real dtype, eigenvectors or None), not
+    sorted."""
+    f = _f()
+    n = a.shape[-1]
+    dtype = a.dtype
+    complex_ = np.dtype(dtype).kind == "c"
+    m = _pad_even(a, True)
+    big = m.shape[-1]
+    v = f.broadcast_to(f.eye(big, dtype=dtype, session=a.session), m.shape).copy() \
+        if vectors else None
+    layout = _Layout(big)
+    schedule = _round_robin(big)
+    tol = _tolerance(dtype, n)
+    real = _inference.real_dtype(np.dtype(dtype).name)
+    # The off-diagonal entries against the Frobenius norm (unchanged by the
+    # rotations): a relative measure that zero eigenvalues do not upset.
+    fro = f.sqrt(_sum(_abs2(m), (-2, -1))).astype(real)
+    fro = f.where(fro > 0, fro, 1)
+    steps = 0
+    for _ in range(_MAX_SWEEPS):
+        off = f.zeros(m.shape[:-2], real, session=a.session)
+        for order in schedule:
+            if steps and steps % _STEPS_PER_GRAPH == 0:
+                stored, _ = _store([m, off, fro] + ([v] if vectors else []))
+                m, off, fro = stored[:3]
+                v = stored[3] if vectors else None
+            steps += 1
+            index = layout.gather(order)
+            m = f.take(f.take(m, index, axis=-1), index, axis=-2)
+            if vectors:
+                v = f.take(v, index, axis=-1)
+            d = f.diagonal(m, 0, -2, -1).real.reshape(m.shape[:-2] + (big // 2, 2))
+            app, aqq = d[..., 0], d[..., 1]
+            apq = f.diagonal(m, 1, -2, -1)[..., ::2]
+            off = f.maximum(off, (abs(apq) / fro[..., None]).max(axis=-1))
+            c, s, phase = _rotation(app, aqq, apq, complex_)
+            m = _rotate_pairs(_rotate_pairs(m, c, s, phase, -1, complex_), c, s, phase, -2,
+                              complex_)
+            if vectors:
+                v = _rotate_pairs(v, c, s, phase, -1, complex_)
+        stored, (worst,) = _store([m] + ([v] if vectors else []), [off.max()])
+        m = stored[0]
+        v = stored[1] if vectors else None
+        if not float(worst) > tol:
+            break
+    home = layout.home()
+    m = f.take(f.take(m, home, axis=-1), home, axis=-2)
+    w = f.diagonal(m, 0, -2, -1).real[..., :n]
+    if vectors:
+        v = f.take(v, home, axis=-1)[..., :n, :n]
+    return w, v
+
+
+def _hermitian_stack(a, uplo):
+    f = _f()
+    if uplo not in ("L", "U"):
+        raise ValueError("UPLO argument must be 'L' or 'U'")
+    m, dtype = _square_stack(a)
+    n = m.shape[-1]
+    rows = np.arange(n)
+    low = rows[:, None] > rows[None, :] if uplo == "L" else rows[:, None] < rows[None, :]
+    part = f.where(low, m, 0)
+    diag = f.where(rows[:, None] == rows[None, :], m.real if dtype.kind == "c" else m, 0)
+    return (part + part.swapaxes(-1, -2).conj() + diag).astype(dtype), dtype
+
+
+EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+
+
+def eigh(a, UPLO="L"):  # noqa: N803 - NumPy's name
+    """numpy.linalg.eigh: the eigenvalues (ascending, a's real dtype) and
+    eigenvectors (columns) of the Hermitian stack read from its lower
+    (UPLO='L') or upper triangle, by the parallel Jacobi method (one
+    Execute per sweep to test convergence). A namedtuple, as NumPy 2's;
+    eigenvectors are NumPy's up to a unit factor per column."""
+    f = _f()
+    m, dtype = _hermitian_stack(a, UPLO)
+    if m.size == 0:
+        return EighResult(f.zeros(m.shape[:-1], _inference.real_dtype(dtype.name),
+                                  session=m.session), f.zeros(m.shape, dtype, session=m.session))
+    w, v = _jacobi_eigh(m, True)
+    order = f.argsort(w, axis=-1)
+    return EighResult(f.take_along_axis(w, order, axis=-1),
+                      f.take_along_axis(v, order[..., None, :], axis=-1))
+
+
+def eigvalsh(a, UPLO="L"):  # noqa: N803 - NumPy's name
+    """numpy.linalg.eigvalsh: :func:`eigh`'s eigenvalues alone."""
+    f = _f()
+    m, dtype = _hermitian_stack(a, UPLO)
+    if m.size == 0:
+        return f.zeros(m.shape[:-1], _inference.real_dtype(dtype.name), session=m.session)
+    w, _ = _jacobi_eigh(m, False)
+    return f.sort(w, axis=-1)
+
+
+def _jacobi_svd(a, vectors):
+    """One-sided (Hestenes) parallel Jacobi of the stack a (..., m, n), m
+    >= n: (a with orthogonal columns, V, or None), columns in place."""
+    f = _f()
+    n = a.shape[-1]
+    dtype = a.dtype
+    complex_ = np.dtype(dtype).kind == "c"
+    real = _inference.real_dtype(np.dtype(dtype).name)
+    x = _pad_even(a, False)
+    big = x.shape[-1]
+    v = f.broadcast_to(f.eye(big, dtype=dtype, session=a.session),
+                       a.shape[:-2] + (big, big)).copy() if vectors else None
+    layout = _Layout(big)
+    schedule = _round_robin(big)
+    tol = _tolerance(dtype, a.shape[-2])
+    steps = 0
+    for _ in range(_MAX_SWEEPS):
+        off = f.zeros(a.shape[:-2], real, session=a.session)
+        for order in schedule:
+            if steps and steps % _STEPS_PER_GRAPH == 0:
+                stored, _ = _store([x, off] + ([v] if vectors else []))
+                x, off = stored[0], stored[1]
+                v = stored[2] if vectors else None
+            steps += 1
+            index = layout.gather(order)
+            x = f.take(x, index, axis=-1)
+            if vectors:
+                v = f.take(v, index, axis=-1)
+            pairs = x.reshape(x.shape[:-1] + (big // 2, 2))
+            p, q = pairs[..., 0], pairs[..., 1]
+            alpha = _sum(_abs2(p), -2).astype(real)
+            beta = _sum(_abs2(q), -2).astype(real)
+            gamma = _sum((p.conj() if complex_ else p) * q, -2)
+            scale = f.sqrt(alpha * beta)
+            off = f.maximum(off, f.where(scale > 0, abs(gamma) / f.where(scale > 0, scale, 1),
+                                         0).max(axis=-1))
+            c, s, phase = _rotation(alpha, beta, gamma, complex_)
+            x = _rotate_pairs(x, c, s, phase, -1, complex_)
+            if vectors:
+                v = _rotate_pairs(v, c, s, phase, -1, complex_)
+        stored, (worst,) = _store([x] + ([v] if vectors else []), [off.max()])
+        x = stored[0]
+        v = stored[1] if vectors else None
+        if not float(worst) > tol:
+            break
+    home = layout.home()
+    x = f.take(x, home, axis=-1)[..., :n]
+    if vectors:
+        v = f.take(v, home, axis=-1)[..., :n, :n]
+    return x, v
+
+
+SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
+def _svd_stack(a):
+    a = _remote(a)
+    _assert_stacked_2d(a)
+    dtype = _common_type(a)
+    return (a.astype(dtype) if a.dtype != dtype else a), dtype
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """numpy.linalg.svd by the one-sided parallel Jacobi method (one
+    Execute per sweep to test convergence): (U, S, Vh) with S descending
+    in a's real dtype, a namedtuple as NumPy 2's; U's columns for zero
+    singular values and ``full_matrices``' extra ones complete an
+    orthonormal basis (a Householder QR of U). Singular vectors are
+    NumPy's up to a unit factor per pair. ``hermitian`` is accepted and
+    takes the general path."""
+    del hermitian
+    f = _f()
+    x, dtype = _svd_stack(a)
+    real = _inference.real_dtype(dtype.name)
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    batch = x.shape[:-2]
+    if x.size == 0:
+        s = f.zeros(batch + (k,), real, session=x.session)
+        if not compute_uv:
+            return s
+        um, vn = (m, n) if full_matrices else (k, k)
+        u = f.broadcast_to(f.eye(m, um, dtype=dtype, session=x.session), batch + (m, um))
+        vh = f.broadcast_to(f.eye(vn, n, dtype=dtype, session=x.session), batch + (vn, n))
+        return SVDResult(u.copy(), s, vh.copy())
+    wide = m < n
+    if wide:
+        x = x.swapaxes(-1, -2).conj()
+    cols, v = _jacobi_svd(x, compute_uv)
+    sigma = f.sqrt(_sum(_abs2(cols), -2)).astype(real)
+    order = f.argsort(-sigma, axis=-1)
+    sigma = f.take_along_axis(sigma, order, axis=-1)
+    if not compute_uv:
+        return sigma
+    cols = f.take_along_axis(cols, order[..., None, :], axis=-1)
+    v = f.take_along_axis(v, order[..., None, :], axis=-1)
+    u = cols / f.where(sigma > 0, sigma, 1)[..., None, :].astype(dtype)
+    # Orthonormal columns where sigma is 0, and the complement for
+    # full_matrices: Householder QR of u keeps its other columns (up to sign).
+    q, r = qr(u, "complete")
+    sign = f.diagonal(r, 0, -2, -1)
+    sign = f.where(abs(sign) > 0.5, sign / f.where(abs(sign) > 0, abs(sign), 1), 1)
+    rows = u.shape[-2]
+    fix = f.concatenate([sign, f.ones(batch + (rows - sign.shape[-1],), dtype,
+                                      session=x.session)], axis=-1) if rows > k else sign
+    u_full = q * fix[..., None, :]
+    u = u_full if full_matrices else u_full[..., :, :k]
+    vh = v.swapaxes(-1, -2).conj()
+    if wide:
+        # a^H = U S V^H, so a = V S U^H.
+        u, vh = vh.swapaxes(-1, -2).conj(), u.swapaxes(-1, -2).conj()
+    return SVDResult(u.astype(dtype), sigma, vh.astype(dtype))
+
+
+def svdvals(x, /):
+    """numpy.linalg.svdvals (NumPy 2): :func:`svd`'s singular values alone."""
+    return svd(x, compute_uv=False)
+
+
+def _no_value():
+    pass
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):  # noqa: N803 - NumPy's name
+    """numpy.linalg.matrix_rank: the number of singular values above
+    ``tol`` (default: the largest times max(M, N) times eps, or times
+    ``rtol``); an int64 RemoteArray (a Python int for fewer than 2 axes,
+    one Execute)."""
+    f = _f()
+    a = _remote(A)
+    if a.ndim < 2:
+        return int(bool((a != 0).any()))
+    s = svd(a, compute_uv=False, hermitian=hermitian)
+    if tol is None:
+        if rtol is None:
+            rtol = max(a.shape[-2:]) * float(np.finfo(np.dtype(s.dtype)).eps)
+        else:
+            rtol = _remote(rtol, a.session)[..., None]
+        cutoff = s.max(axis=-1, keepdims=True) * rtol
+    else:
+        cutoff = _remote(tol, a.session)[..., None]
+    return f.count_nonzero(s > cutoff, axis=-1)
+
+
+def pinv(a, rcond=None, hermitian=False, *, rtol=_no_value):
+    """numpy.linalg.pinv: V diag(1/s) U^H of :func:`svd`, singular values
+    at most rcond times the largest counted as 0 (NumPy 2's defaults:
+    rcond 1e-15; ``rtol=None``: max(M, N) eps)."""
+    f = _f()
+    a, dtype = _svd_stack(a)
+    if rcond is None:
+        if rtol is _no_value:
+            rcond = 1e-15
+        elif rtol is None:
+            rcond = max(a.shape[-2:]) * float(np.finfo(_inference.real_dtype(dtype.name)).eps)
+        else:
+            rcond = rtol
+    m, n = a.shape[-2:]
+    if a.size == 0:
+        return f.zeros(a.shape[:-2] + (n, m), dtype, session=a.session)
+    u, s, vh = svd(a.conj(), full_matrices=False, hermitian=hermitian)
+    cutoff = _remote(rcond, a.session)[..., None] * s.max(axis=-1, keepdims=True)
+    large = s > cutoff
+    inv_s = f.where(large, 1 / f.where(large, s, 1), 0)
+    return f.matmul(vh.swapaxes(-1, -2), (inv_s[..., None] * u.swapaxes(-1, -2)).astype(dtype))
+
+
+def lstsq(a, b, rcond=None):
+    """numpy.linalg.lstsq of a 2-D a and a 1-D or 2-D b through :func:`svd`:
+    (x, residuals, rank, s); singular values at most rcond times the
+    largest (default max(M, N) eps) are dropped; residuals are the squared
+    column norms of b - a x when rank == N < M, else empty; rank is a
+    Python int (one Execute)."""
+    f = _f()
+    a, b = _remotes(a, b)
+    vector = b.ndim == 1
+    if vector:
+        b = b[:, None]
+    for x in (a, b):
+        if x.ndim != 2:
+            raise LinAlgError(f"{x.ndim}-dimensional array given. Array must be two-dimensional")
+    m, n = a.shape
+    if b.shape[0] != m:
+        raise LinAlgError("Incompatible dimensions")
+    dtype = _common_type(a, b)
+    real = _inference.real_dtype(dtype.name)
+    if rcond is None:
+        rcond = float(np.finfo(real).eps) * max(n, m)
+    a, b = a.astype(dtype), b.astype(dtype)
+    k = min(m, n)
+    if k == 0:
+        x = f.zeros((n, b.shape[1]), dtype, session=a.session)
+        s = f.zeros((0,), real, session=a.session)
+        rank = 0
+    else:
+        u, s, vh = svd(a, full_matrices=False)
+        large = s > rcond * s[..., :1]
+        (rank,) = _store([], [f.count_nonzero(large)])[1]
+        rank = int(rank)
+        inv_s = f.where(large, 1 / f.where(large, s, 1), 0).astype(dtype)
+        x = f.matmul(vh.swapaxes(-1, -2).conj(),
+                     inv_s[:, None] * f.matmul(u.swapaxes(-1, -2).conj(), b))
+    if rank == n and m > n:
+        resid = _sum(_abs2(b - f.matmul(a, x)), 0).astype(real)
+    else:
+        resid = f.zeros((0,), real, session=a.session)
+    if vector:
+        x = x[:, 0]
+    return x, resid, rank, s
+
+
+def cond(x, p=None):
+    """numpy.linalg.cond: s_max / s_min of :func:`svd` (p None, 2; -2 the
+    inverse), else norm(x, p) * norm(inv(x), p) (square stacks; a singular
+    one gives inf, as NumPy's NaN-to-inf)."""
+    f = _f()
+    x = _remote(x)
+    if x.ndim >= 2 and x.size == 0:
+        raise LinAlgError("cond is not defined on empty arrays")
+    if p is None or (not _is_str(p) and p in (2, -2)):
+        s = svd(x, compute_uv=False)
+        r = s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
+    else:
+        m, dtype = _square_stack(x)
+        inverse, singular = _inverse_unchecked(m, dtype)
+        r = (norm(m, p, axis=(-2, -1)) * norm(inverse, p, axis=(-2, -1))).astype(dtype)
+        r = f.where(singular, math.inf, r).astype(dtype)
+    had_nan = f.isnan(x).any(axis=(-2, -1)) if x.ndim >= 2 else f.isnan(x).any()
+    return f.where(f.isnan(r) & ~had_nan, math.inf, r).astype(r.dtype)
+
+
+def _inverse_unchecked(m, dtype):
+    """(inverse, singular flags) of the square stack m, lazily (no check)."""
+    f = _f()
+    n = m.shape[-1]
+    eye = f.broadcast_to(f.eye(n, dtype=dtype, session=m.session), m.shape)
+    batch = m.shape[:-2]
+    aug, (singular,) = _eliminate(f.concatenate([m, eye], axis=-1), n, True,
+                                  _singular_fold(batch, m.session))
+    return aug[..., :, n:], singular
+
+
 def tensorinv(a, ind=2):
     """numpy.linalg.tensorinv: :func:`inv` of a reshaped to (prod(shape[:ind]),
     prod(shape[ind:]))."""
@@ -559,7 +1087,8 @@ def tensorsolve(a, b, axes=None):
 
 
 __all__ = [
-    "LinAlgError", "cross", "det", "diagonal", "inv", "matmul", "matrix_norm", "matrix_power",
-    "matrix_transpose", "multi_dot", "norm", "outer", "slogdet", "solve", "tensordot",
+    "LinAlgError", "cholesky", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
+    "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose",
+    "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
     "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm",
 ]
