@@ -700,3 +700,29 @@ def test_fix_random():
     a, b = draw(), draw()
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(np.random.get_state()[1], before)  # restored
+
+
+# A test file as CuPy writes them (with `cupy` renamed): a parameterized
+# unittest class whose methods loop over dtypes; the session comes from an
+# autouse fixture.
+
+
+@testing.parameterize(*testing.product({"shape": [(2, 3), (7,)], "axis": [0, -1]}))
+@pytest.mark.usefixtures("session")
+class TestCupyStyleUnittestClass(unittest.TestCase):
+    @testing.for_all_dtypes(no_bool=True)
+    @testing.numpy_cupy_allclose(rtol={np.float16: 1e-3, "default": 1e-6})
+    def test_sum(self, xp, dtype):
+        a = testing.shaped_arange(self.shape, xp, dtype)
+        return a.sum(axis=self.axis)
+
+    @testing.for_float_dtypes()
+    @testing.numpy_cupy_array_equal()
+    def test_flip(self, xp, dtype):
+        return xp.flip(testing.shaped_random(self.shape, xp, dtype), axis=self.axis)
+
+
+def test_cupy_style_classes_were_generated():
+    names = sorted(n for n in globals() if n.startswith("TestCupyStyleUnittestClass_param_"))
+    assert len(names) == 4
+    assert isinstance(globals()["TestCupyStyleUnittestClass"], testing._ParameterizedCases)
