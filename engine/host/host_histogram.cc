@@ -72,7 +72,7 @@ class BinFinder {
     denom_ = RoundTo(div_, AttrOr<double>(node.attrs, "norm_denom", 1.0));
     count_ = RoundTo(div_, static_cast<double>(n_));
     if (uniform_) compute_ = e;
-    raw_edges_.resize(n_ + 1);
+    raw_edges_.resize((n_ + 1) * (kMaxComputeBytes / sizeof(uint64_t)));
     GetLoadFn(edges.dtype, compute_)(edges.data, 0, 1, n_ + 1, raw_edges_.data());
     if (uniform_) {
       edges_.resize(n_ + 1);
@@ -141,8 +141,8 @@ class BinFinder {
   double first_ = 0;
   double denom_ = 1;
   double count_ = 1;
-  // The edges in the compute class (8 bytes an element is room for any),
-  // and as doubles for uniform bins.
+  // The edges in the compute class (kMaxComputeBytes an element: room for
+  // any, complex included), and as doubles for uniform bins.
   std::vector<uint64_t> raw_edges_;
   std::vector<double> edges_;
 };

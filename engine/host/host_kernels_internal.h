@@ -45,6 +45,10 @@ enum class ComputeClass : uint8_t { kBool, kInt, kUInt, kFloat, kComplex };
 using Complex64 = std::complex<float>;
 using Complex128 = std::complex<double>;
 
+// The largest compute value (a Complex128): a raw buffer that a LoadFn
+// fills or a StoreFn reads holds n * kMaxComputeBytes bytes, aligned to it.
+inline constexpr size_t kMaxComputeBytes = sizeof(Complex128);
+
 inline ComputeClass ClassOf(DType dtype) {
   switch (KindOf(dtype)) {
     case DTypeKind::kBool:

@@ -26,7 +26,8 @@ void CopyStrided(const StridedLoop& loop, DType src_dtype, const std::byte* src,
   const LoadFn load = GetLoadFn(src_dtype, dst_dtype);
   const StoreFn store = GetStoreFn(ClassOf(dst_dtype), dst_dtype);
   ParallelFor(loop.num_elements(), 1, options, [&](int64_t begin, int64_t end) {
-    alignas(8) std::byte buf[kBlock * 8];
+    // Any compute value (a Complex128 is 16 bytes) for kBlock elements.
+    alignas(kMaxComputeBytes) std::byte buf[kBlock * kMaxComputeBytes];
     ForEachRun(loop, begin, end, [&](int64_t n, const int64_t* off, const int64_t* step) {
       if (!raw) {
         load(src, off[1], step[1], n, buf);

@@ -38,6 +38,21 @@ def test_dtypes_are_numpys():
 
 
 @pytest.mark.parametrize("dtype", COMPLEX)
+def test_converting_copies_past_one_block_keep_the_server_up(session, dtype):
+    # zeros(513, complex128) once overflowed the host's block buffer (sized
+    # for 8-byte values) and killed the server.
+    n = 2 * 1024 + 3
+    np.testing.assert_array_equal(gf.zeros(n, dtype, session=session).get(),
+                                  np.zeros(n, dtype))
+    np.testing.assert_array_equal(gf.full((3, n), 2.5, dtype, session=session).get(),
+                                  np.full((3, n), 2.5, dtype))
+    f = np.arange(n, dtype=np.float32)
+    z = np.array([1 - 2j], dtype)
+    got = gf.concatenate([session.asarray(f), session.asarray(z)]).get()
+    np.testing.assert_array_equal(got, np.concatenate([f, z]))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
 def test_upload_and_download_keep_the_values(session, dtype):
     x_np = values(dtype)
     x = session.asarray(x_np)

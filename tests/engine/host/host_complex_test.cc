@@ -16,6 +16,7 @@
 namespace gpuflow::host_test {
 namespace {
 
+using ::gpuflow::testing::IsOk;
 using ::gpuflow::testing::StatusIs;
 using ::testing::HasSubstr;
 using Cx = std::complex<double>;
@@ -267,6 +268,37 @@ TEST(HostComplexTest, CastsToAndFromComplex) {
   ExpectComplex(Unary("cast", i, kC64, kC64), {Cx(-7, 0), Cx(300, 0)}, "from int16");
   const TestArray b = MakeArray(DType::kBool, S({2}), {1, 0});
   ExpectComplex(Unary("cast", b, kC128, kC128), {Cx(1, 0), Cx(0, 0)}, "from bool");
+}
+
+// The layout ops convert through a block buffer of compute values: a block of
+// complex128 (16 bytes each) once overflowed a buffer sized for 8-byte values
+// and killed the server (gf.zeros(513, complex128)). Sizes past one block,
+// each element checked.
+TEST(HostComplexTest, ConvertingCopiesOfMoreThanABlock) {
+  constexpr int64_t kN = 2 * 1024 + 3;
+  for (DType out : {kC64, kC128}) {
+    AttrMap attrs;
+    attrs["dtype"] = out;
+    attrs["shape"] = std::vector<int64_t>{kN};
+    const TestArray v = Scalar0d(DType::kFloat64, -1.5);
+    absl::StatusOr<TestArray> r =
+        RunNode(MakeNode("full", {v.type(true)}, {out, S({kN})}, out, std::move(attrs)), {v});
+    ASSERT_THAT(r, IsOk());
+    ExpectComplex(*r, std::vector<Cx>(kN, Cx(-1.5, 0)), "full");
+
+    std::vector<double> iota(kN);
+    for (int64_t i = 0; i < kN; ++i) iota[i] = static_cast<double>(i);
+    const TestArray f = MakeArray(DType::kFloat32, S({kN}), iota);
+    const TestArray z = MakeComplex(out, {Cx(7, -8)});
+    AttrMap axis0;
+    axis0["axis"] = int64_t{0};
+    r = RunNode(MakeNode("concatenate", {f.type(), z.type()}, {out, S({kN + 1})}, out, axis0),
+                {f, z});
+    ASSERT_THAT(r, IsOk());
+    std::vector<Cx> want(iota.begin(), iota.end());
+    want.emplace_back(7, -8);
+    ExpectComplex(*r, want, "concatenate");
+  }
 }
 
 TEST(HostComplexTest, MixedInputsPromoteInTheLoad) {
