@@ -538,6 +538,10 @@ def test_svd_rank_deficient_ints_and_empty(session):
         check(linalg.svd(session.asarray(e), compute_uv=False), np.linalg.svd(e, compute_uv=False))
     with pytest.raises(np.linalg.LinAlgError, match="1-dimensional array given"):
         linalg.svd(session.asarray(np.ones(3)))
+    nan = np.array([[np.nan, 1.0], [1.0, 2.0]])
+    for func in (np.linalg.svd, np.linalg.pinv, linalg.svd, linalg.pinv):
+        with pytest.raises(np.linalg.LinAlgError, match="SVD did not converge"):
+            func(nan if func.__module__.startswith("numpy") else session.asarray(nan))
 
 
 @pytest.mark.parametrize("dtype", INEXACT)

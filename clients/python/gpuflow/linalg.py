@@ -760,8 +760,10 @@ def _jacobi_eigh(a, vectors):
         stored, (worst,) = _store([m] + ([v] if vectors else []), [off.max()])
         m = stored[0]
         v = stored[1] if vectors else None
-        if not float(worst) > tol:
+        if not float(worst) > tol:  # NaN too: NaN in, NaN out, as LAPACK's
             break
+    else:
+        raise LinAlgError("Eigenvalues did not converge")
     home = layout.home()
     m = f.take(f.take(m, home, axis=-1), home, axis=-2)
     w = f.diagonal(m, 0, -2, -1).real[..., :n]
@@ -828,14 +830,19 @@ def _jacobi_svd(a, vectors):
     layout = _Layout(big)
     schedule = _round_robin(big)
     tol = _tolerance(dtype, a.shape[-2])
+    # Pairs of columns at the rounding noise of the whole matrix (the null
+    # space of a rank-deficient one) count as orthogonal: rotating noise
+    # does not make it less so.
+    noise = (_sum(_abs2(x), (-2, -1)) * float(np.finfo(real).eps)).astype(real)
+    has_nan = f.isnan(x).any()
     steps = 0
-    for _ in range(_MAX_SWEEPS):
+    for sweep in range(_MAX_SWEEPS):
         off = f.zeros(a.shape[:-2], real, session=a.session)
         for order in schedule:
             if steps and steps % _STEPS_PER_GRAPH == 0:
-                stored, _ = _store([x, off] + ([v] if vectors else []))
-                x, off = stored[0], stored[1]
-                v = stored[2] if vectors else None
+                stored, _ = _store([x, off, noise] + ([v] if vectors else []))
+                x, off, noise = stored[:3]
+                v = stored[3] if vectors else None
             steps += 1
             index = layout.gather(order)
             x = f.take(x, index, axis=-1)
@@ -846,18 +853,24 @@ def _jacobi_svd(a, vectors):
             alpha = _sum(_abs2(p), -2).astype(real)
             beta = _sum(_abs2(q), -2).astype(real)
             gamma = _sum((p.conj() if complex_ else p) * q, -2)
-            scale = f.sqrt(alpha * beta)
+            scale = f.maximum(f.sqrt(alpha * beta), noise[..., None])
             off = f.maximum(off, f.where(scale > 0, abs(gamma) / f.where(scale > 0, scale, 1),
                                          0).max(axis=-1))
             c, s, phase = _rotation(alpha, beta, gamma, complex_)
             x = _rotate_pairs(x, c, s, phase, -1, complex_)
             if vectors:
                 v = _rotate_pairs(v, c, s, phase, -1, complex_)
-        stored, (worst,) = _store([x] + ([v] if vectors else []), [off.max()])
+        stored, values = _store([x] + ([v] if vectors else []),
+                                [off.max()] + ([has_nan] if sweep == 0 else []))
         x = stored[0]
         v = stored[1] if vectors else None
+        worst = values[0]
+        if sweep == 0 and bool(values[1]) or math.isnan(float(worst)):
+            raise LinAlgError("SVD did not converge")  # NumPy's for NaN input
         if not float(worst) > tol:
             break
+    else:
+        raise LinAlgError("SVD did not converge")
     home = layout.home()
     x = f.take(x, home, axis=-1)[..., :n]
     if vectors:
