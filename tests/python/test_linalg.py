@@ -105,6 +105,16 @@ def test_norm_default_flattens_and_odd_shapes(session):
     check(linalg.norm(np.array([[1, 2], [3, 4]]), 1), np.linalg.norm([[1, 2], [3, 4]], 1))
 
 
+def test_norm_of_bfloat16_stays_bfloat16(session):
+    a = rand((3, 5), np.float32)
+    x = session.asarray(a).astype("bfloat16")
+    for ord, axis in ((None, None), (1, 1), (3, 1), (math.inf, 0), ("fro", (0, 1)), (1, (0, 1))):
+        got = linalg.norm(x, ord, axis)
+        assert got.dtype == "bfloat16"
+        value = got.astype(np.float32).get()
+        np.testing.assert_allclose(value, np.linalg.norm(a, ord, axis), rtol=2e-2)
+
+
 def test_norm_errors(session):
     x = session.asarray(rand((2, 3, 4), np.float64))
     with pytest.raises(ValueError, match="Improper number of dimensions to norm."):

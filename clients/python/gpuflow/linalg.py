@@ -85,9 +85,9 @@ def _abs2(x):
 
 def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
     """numpy.linalg.norm: vector norms (ord None/2, 1, inf, -inf, 0, any
-    other p) over one axis, matrix norms ('fro', 1, -1, inf, -inf) over
-    two; ints and bool as float64. Matrix ord 2, -2 and 'nuc' need singular
-    values: NotImplementedError."""
+    other p) over one axis, matrix norms ('fro', 1, -1, inf, -inf; 2, -2
+    and 'nuc' of :func:`svd`'s singular values) over two; ints and bool as
+    float64."""
     f = _f()
     x = _remote(x)
     if not _is_inexact(x.dtype):
@@ -123,7 +123,8 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
             return f.sqrt(_sum(_abs2(x), axis, keepdims))
         p = float(ord)
         ret = _sum(abs(x) ** p, axis, keepdims)
-        return ret ** np.reciprocal(np.asarray(p, dtype=ret.dtype)).item()
+        exponent_dtype = np.float32 if ret.dtype == "bfloat16" else ret.dtype
+        return ret ** np.reciprocal(np.asarray(p, dtype=exponent_dtype)).item()
     if len(axis) == 2:
         row_axis = _inference.normalize_axis(axis[0], nd)
         col_axis = _inference.normalize_axis(axis[1], nd)
