@@ -705,3 +705,26 @@ def test_linalg_is_a_gpuflow_submodule():
     # Not composed (non-Hermitian eigenproblems): absent, not faked.
     for name in ("eig", "eigvals"):
         assert not hasattr(linalg, name)
+
+
+def test_loops_fit_a_small_graph_limit(make_server):
+    # Each loop stores its state between graphs often enough for the
+    # server's --max_graph_nodes.
+    srv = make_server("--max_graph_nodes=600")
+    client = gf.connect(srv.target)
+    try:
+        with client.session() as s:
+            a = rand((12, 12), np.float64, seed=4)
+            h = a + a.T
+            spd = a @ a.T + 12 * np.eye(12)
+            x = s.asarray(a)
+            check(linalg.inv(x), np.linalg.inv(a), rtol=1e-9)
+            check(linalg.det(x), np.linalg.det(a), rtol=1e-9, atol_scale=0)
+            check(linalg.cholesky(s.asarray(spd)), np.linalg.cholesky(spd), rtol=1e-9)
+            close_to_rounding(linalg.qr(x)[1], np.linalg.qr(a)[1], np.float64)
+            close_to_rounding(linalg.eigvalsh(s.asarray(h)), np.linalg.eigvalsh(h), np.float64)
+            u, sv, vh = linalg.svd(x)
+            close_to_rounding(sv, np.linalg.svd(a, compute_uv=False), np.float64)
+            close_to_rounding((u.get() * sv.get()) @ vh.get(), a, np.float64, factor=200)
+    finally:
+        client.close()

@@ -13,7 +13,7 @@ chains. ``det``, ``slogdet``, ``inv``, ``solve`` (and ``tensorinv``,
 goes column by column and ``qr`` applies Householder reflections with
 LAPACK's conventions: each a loop of n steps on the client that builds one
 lazy graph of O(n) nodes (stored on the server between graphs every
-``_STEPS_PER_GRAPH`` steps). ``eigh``/``eigvalsh`` (two-sided) and ``svd``
+``_STEPS_PER_GRAPH`` steps or fewer). ``eigh``/``eigvalsh`` (two-sided) and ``svd``
 (one-sided, Hestenes) are the parallel Jacobi method: each sweep rotates
 every pair of columns once, n / 2 disjoint pairs at a time (a round-robin
 order, n - 1 steps), and one Execute per sweep reads the largest
@@ -42,9 +42,21 @@ LinAlgError = np.linalg.LinAlgError
 
 SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
-# Steps of an elimination in one graph: about 20 nodes each, well inside the
-# server's --max_graph_nodes (10000 by default).
+# At most this many steps of a loop go into one graph; fewer where the
+# server's --max_graph_nodes (10000 by default) would not hold them (see
+# _chunk: a step is 25 to 110 nodes).
 _STEPS_PER_GRAPH = 64
+
+# Graph nodes one step adds, measured with margin: elimination, Cholesky,
+# Householder, two-sided and one-sided Jacobi.
+_NODES_PER_STEP = {"eliminate": 40, "cholesky": 25, "qr": 55, "eigh": 110, "svd": 100}
+
+
+def _chunk(session, kind):
+    """Steps per graph for ``kind``: _STEPS_PER_GRAPH, or fewer so that a
+    graph stays within half the server's node limit."""
+    limit = session.client.limits.max_graph_nodes or 10000
+    return max(1, min(_STEPS_PER_GRAPH, limit // (2 * _NODES_PER_STEP[kind])))
 
 
 def _f():
@@ -387,8 +399,9 @@ def _eliminate(m, n, jordan, on_pivot):
     f = _f()
     rows = np.arange(n)
     state = on_pivot(None, None, None)
+    chunk = _chunk(m.session, "eliminate")
     for k in range(n):
-        if k and k % _STEPS_PER_GRAPH == 0:
+        if k and k % chunk == 0:
             stored, _ = _store([m, *state])
             m, state = stored[0], tuple(stored[1:])
         col = m[..., :, k]
@@ -525,10 +538,10 @@ def solve(a, b):
 # ---- cholesky, qr ------------------------------------------------------------------------
 
 
-def _steps(state, k):
+def _steps(state, k, kind):
     """``state`` (a list of RemoteArrays), stored on the server every
-    _STEPS_PER_GRAPH steps so that no graph outgrows the server's limit."""
-    if k and k % _STEPS_PER_GRAPH == 0:
+    :func:`_chunk` steps so that no graph outgrows the server's limit."""
+    if k and k % _chunk(state[0].session, kind) == 0:
         state, _ = _store(state)
     return state
 
@@ -547,7 +560,7 @@ def cholesky(a, /, *, upper=False):
     out = f.zeros(m.shape, dtype, session=m.session)
     bad = f.zeros(m.shape[:-2], np.bool_, session=m.session)
     for k in range(n):
-        m, out, bad = _steps([m, out, bad], k)
+        m, out, bad = _steps([m, out, bad], k, "cholesky")
         d = m[..., k, k].real
         bad = bad | ~(d > 0)
         root = f.sqrt(f.where(d > 0, d, 1)).astype(dtype)
@@ -588,7 +601,7 @@ def qr(a, mode="reduced"):
     q = f.broadcast_to(eye, batch + (mm, mm)).copy()
     rows = np.arange(mm)
     for k in range(kk):
-        r, q = _steps([r, q], k)
+        r, q = _steps([r, q], k, "qr")
         col = r[..., :, k]
         alpha = r[..., k, k]
         tail = f.where(rows > k, col, 0)
@@ -736,11 +749,11 @@ def _jacobi_eigh(a, vectors):
     # rotations): a relative measure that zero eigenvalues do not upset.
     fro = f.sqrt(_sum(_abs2(m), (-2, -1))).astype(real)
     fro = f.where(fro > 0, fro, 1)
-    steps = 0
+    steps, chunk = 0, _chunk(a.session, "eigh")
     for _ in range(_MAX_SWEEPS):
         off = f.zeros(m.shape[:-2], real, session=a.session)
         for order in schedule:
-            if steps and steps % _STEPS_PER_GRAPH == 0:
+            if steps and steps % chunk == 0:
                 stored, _ = _store([m, off, fro] + ([v] if vectors else []))
                 m, off, fro = stored[:3]
                 v = stored[3] if vectors else None
@@ -836,11 +849,11 @@ def _jacobi_svd(a, vectors):
     # does not make it less so.
     noise = (_sum(_abs2(x), (-2, -1)) * float(np.finfo(real).eps)).astype(real)
     has_nan = f.isnan(x).any()
-    steps = 0
+    steps, chunk = 0, _chunk(a.session, "svd")
     for sweep in range(_MAX_SWEEPS):
         off = f.zeros(a.shape[:-2], real, session=a.session)
         for order in schedule:
-            if steps and steps % _STEPS_PER_GRAPH == 0:
+            if steps and steps % chunk == 0:
                 stored, _ = _store([x, off, noise] + ([v] if vectors else []))
                 x, off, noise = stored[:3]
                 v = stored[3] if vectors else None
