@@ -101,7 +101,13 @@ test-sanitize: deps
 # build-fuzz/crashes/<target>/. `make fuzz-regress` runs each once over its
 # seeds and tests/fuzz/regressions/<target>/, without fuzzing.
 FUZZ_SECONDS ?= 60
-FUZZERS       = graph_fuzzer graph_json_fuzzer upload_stream_fuzzer
+FUZZERS       = graph_fuzzer graph_json_fuzzer upload_stream_fuzzer execute_fuzzer
+# Each target's seed directories under tests/fuzz/corpus/ and its dictionary
+# (execute_fuzzer reads graph_fuzzer's input, so it starts from its seeds too).
+FUZZ_INPUTS   = case $$f in \
+	  execute_fuzzer) seeds="graph_fuzzer execute_fuzzer"; dict=graph_fuzzer ;; \
+	  *) seeds=$$f; dict=$$f ;; \
+	esac
 
 fuzz-build: deps
 	@if [ ! -f build-fuzz/build.ninja ]; then \
@@ -112,11 +118,12 @@ fuzz-build: deps
 
 fuzz: fuzz-build
 	@failed=""; for f in $(FUZZERS); do \
+	  $(FUZZ_INPUTS); \
 	  rm -rf build-fuzz/corpus/$$f; mkdir -p build-fuzz/corpus/$$f build-fuzz/crashes/$$f; \
-	  cp tests/fuzz/corpus/$$f/* build-fuzz/corpus/$$f/; \
+	  for s in $$seeds; do cp tests/fuzz/corpus/$$s/* build-fuzz/corpus/$$f/; done; \
 	  echo "fuzz: $$f for $(FUZZ_SECONDS) s"; \
 	  build-fuzz/bin/$$f -max_total_time=$(FUZZ_SECONDS) -timeout=30 -print_final_stats=1 \
-	    -dict=tests/fuzz/dict/$$f.dict -artifact_prefix=build-fuzz/crashes/$$f/ \
+	    -dict=tests/fuzz/dict/$$dict.dict -artifact_prefix=build-fuzz/crashes/$$f/ \
 	    build-fuzz/corpus/$$f > build-fuzz/$$f.log 2>&1 || failed="$$failed $$f"; \
 	  grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units)" build-fuzz/$$f.log || true; \
 	done; \
@@ -127,7 +134,9 @@ fuzz: fuzz-build
 
 fuzz-regress: fuzz-build
 	@for f in $(FUZZERS); do \
-	  inputs=$$(find tests/fuzz/corpus/$$f tests/fuzz/regressions/$$f -type f ! -name '*.md' 2>/dev/null | sort); \
+	  $(FUZZ_INPUTS); \
+	  inputs=$$(for s in $$seeds; do find tests/fuzz/corpus/$$s -type f; done; \
+	    find tests/fuzz/regressions/$$f -type f ! -name '*.md' 2>/dev/null | sort); \
 	  echo "fuzz-regress: $$f on $$(echo "$$inputs" | wc -l) inputs"; \
 	  build-fuzz/bin/$$f $$inputs > build-fuzz/$$f.regress.log 2>&1 || \
 	    { tail -n 60 build-fuzz/$$f.regress.log; echo "fuzz-regress: $$f FAILED"; exit 1; }; \

@@ -3,7 +3,11 @@
 //    tests' graphs) in binary form, plus the text-format requests below,
 //    which reach the ops and attributes the JSON graphs do not;
 //  - upload_stream_fuzzer/: valid and invalid upload streams in the
-//    fuzzer's framing (upload_stream_fuzzer.cc).
+//    fuzzer's framing (upload_stream_fuzzer.cc);
+//  - execute_fuzzer/: requests that run past one host block (1024
+//    elements) and through the complex arrays execute_fuzzer.cc holds; the
+//    fuzzer also starts from graph_fuzzer/ (the Makefile and ctest pass
+//    both).
 //
 //   build-fuzz/bin/make_seeds tests/fuzz/corpus
 #include <cstdint>
@@ -539,6 +543,105 @@ std::string Frame(uint8_t flags, const std::vector<std::string>& messages) {
   return out;
 }
 
+// Requests for execute_fuzzer, which runs them: complex values and sizes
+// past one host block, through conversions, reductions, sorts and layouts.
+constexpr const char* kExecuteTextRequests[] = {
+    R"pb(graph {
+           nodes {
+             id: "z"
+             op: "full"
+             inputs { scalar { float_value: -1.5 } }
+             attrs {
+               key: "shape"
+               value { ints { values: 2053 } }
+             }
+             attrs {
+               key: "dtype"
+               value { dtype_value: DTYPE_COMPLEX128 }
+             }
+           }
+           nodes {
+             id: "s"
+             op: "add"
+             inputs { node: "z" }
+             inputs { array: "f64" }
+           }
+         }
+         outputs { node: "s" return_inline: true })pb",
+    R"pb(graph {
+           nodes {
+             id: "k"
+             op: "concatenate"
+             inputs { array: "f64" }
+             inputs { array: "c64" }
+             attrs {
+               key: "axis"
+               value { int_value: 0 }
+             }
+           }
+           nodes {
+             id: "r"
+             op: "sum"
+             inputs { node: "k" }
+           }
+         }
+         outputs { node: "k" store_as: "joined" }
+         outputs { node: "r" return_inline: true })pb",
+    R"pb(graph {
+           nodes {
+             id: "t"
+             op: "transpose"
+             inputs { array: "c128" }
+           }
+           nodes {
+             id: "c"
+             op: "cast"
+             inputs { node: "t" }
+             attrs {
+               key: "dtype"
+               value { dtype_value: DTYPE_COMPLEX64 }
+             }
+           }
+           nodes {
+             id: "p"
+             op: "cumsum"
+             inputs { node: "c" }
+             attrs {
+               key: "axis"
+               value { int_value: 0 }
+             }
+           }
+         }
+         outputs { node: "p" return_inline: true })pb",
+    R"pb(graph {
+           nodes {
+             id: "o"
+             op: "sort"
+             inputs { array: "f64" }
+           }
+           nodes {
+             id: "ct"
+             op: "transpose"
+             inputs { array: "c128" }
+           }
+           nodes {
+             id: "m"
+             op: "matmul"
+             inputs { array: "c128" }
+             inputs { node: "ct" }
+           }
+           nodes {
+             id: "u"
+             op: "cast"
+             inputs { array: "u8" }
+             attrs {
+               key: "dtype"
+               value { dtype_value: DTYPE_COMPLEX128 }
+             }
+           }
+         })pb",
+};
+
 std::string Header(const std::string& name, gpuflow::v1::DType dtype,
                    const std::vector<int64_t>& shape) {
   gpuflow::v1::UploadArrayRequest r;
@@ -595,6 +698,18 @@ int WriteUploadSeeds(const fs::path& dir) {
   return 0;
 }
 
+int WriteTextRequests(const fs::path& dir, const char* prefix, const char* const* texts, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    gpuflow::v1::ExecuteRequest request;
+    if (!google::protobuf::TextFormat::ParseFromString(texts[i], &request)) {
+      std::fprintf(stderr, "make_seeds: text request %s%zu does not parse\n", prefix, i);
+      return 1;
+    }
+    if (!WriteFile(dir / absl::StrCat(prefix, i), request.SerializeAsString())) return 1;
+  }
+  return 0;
+}
+
 int WriteGraphSeeds(const fs::path& json_dir, const fs::path& dir) {
   int n = 0;
   for (const fs::directory_entry& entry : fs::directory_iterator(json_dir)) {
@@ -609,16 +724,8 @@ int WriteGraphSeeds(const fs::path& json_dir, const fs::path& dir) {
     }
     ++n;
   }
-  int i = 0;
-  for (const char* text : kTextRequests) {
-    gpuflow::v1::ExecuteRequest request;
-    if (!google::protobuf::TextFormat::ParseFromString(text, &request)) {
-      std::fprintf(stderr, "make_seeds: text request %d does not parse\n", i);
-      return 1;
-    }
-    if (!WriteFile(dir / absl::StrCat("text_", i++), request.SerializeAsString())) return 1;
-    ++n;
-  }
+  if (WriteTextRequests(dir, "text_", kTextRequests, std::size(kTextRequests)) != 0) return 1;
+  n += static_cast<int>(std::size(kTextRequests));
   std::printf("make_seeds: %d requests in %s\n", n, dir.c_str());
   return 0;
 }
@@ -633,6 +740,13 @@ int main(int argc, char** argv) {
   const fs::path corpus(argv[1]);
   fs::create_directories(corpus / "graph_fuzzer");
   fs::create_directories(corpus / "upload_stream_fuzzer");
+  fs::create_directories(corpus / "execute_fuzzer");
   if (WriteGraphSeeds(corpus / "graph_json_fuzzer", corpus / "graph_fuzzer") != 0) return 1;
+  if (WriteTextRequests(corpus / "execute_fuzzer", "exec_", kExecuteTextRequests,
+                        std::size(kExecuteTextRequests)) != 0) {
+    return 1;
+  }
+  std::printf("make_seeds: %zu requests in %s\n", std::size(kExecuteTextRequests),
+              (corpus / "execute_fuzzer").c_str());
   return WriteUploadSeeds(corpus / "upload_stream_fuzzer");
 }
