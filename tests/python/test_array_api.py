@@ -455,8 +455,11 @@ def test_to_torch_without_torch_is_a_clear_error(session):
 
 def test_shape_mismatch_raises_at_once(session):
     a, b = session.asarray(np.ones((3, 4))), session.asarray(np.ones(5))
-    with pytest.raises(ValueError, match=r"could not be broadcast together with shapes \(3, 4\) \(5,\)"):
+    with pytest.raises(ValueError) as e:
         a + b
+    with pytest.raises(ValueError) as want:  # NumPy's message, shapes as it prints them
+        np.ones((3, 4)) + np.ones(5)
+    assert str(e.value) == str(want.value)
     with pytest.raises(ValueError, match="cannot reshape array of size 12 into shape"):
         a.reshape(5, -1)
     with pytest.raises(AxisError):

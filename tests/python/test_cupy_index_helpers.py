@@ -283,10 +283,10 @@ def test_copyto_errors(session):
     with pytest.raises(OverflowError, match="Python integer 1099511627776 out of bounds for int32"):
         gf.copyto(dst, 2**40)
     with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(2,\) "
-                                         r"into shape \(2, 3\)"):
+                                         r"into shape \(2,3\)$"):
         gf.copyto(dst, [1, 2])
     with pytest.raises(ValueError, match=r"could not broadcast where mask from shape \(2,\) "
-                                         r"into shape \(2, 3\)"):
+                                         r"into shape \(2,3\)$"):
         gf.copyto(dst, [1, 2, 3], where=[True, False])
     for mask in (np.array([1, 0, 1]), r(session, np.array([1, 0, 1]))):
         with pytest.raises(TypeError, match=r"Cannot cast array data from dtype\('int64'\) to "

@@ -221,7 +221,7 @@ def _sizes(terms, originals):
         for label, n in zip(term.labels, term.array.shape):
             if n != 1:
                 if sizes.get(label, 1) not in (1, n):
-                    shapes = " ".join(_inference._fmt(a.shape) for a in originals)
+                    shapes = " ".join(_inference.format_shape(a.shape) for a in originals)
                     raise ValueError("operands could not be broadcast together with remapped "
                                      f"shapes [original->remapped]: {shapes}")
                 sizes[label] = n

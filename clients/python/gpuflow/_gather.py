@@ -227,12 +227,9 @@ def advanced_key(a, key):
         _inference.broadcast_shapes(*shapes)
     except ValueError:
         raise IndexError("shape mismatch: indexing arrays could not be broadcast together with "
-                         "shapes " + "".join(_compact(s) + " " for s in shapes)) from None
+                         "shapes " + "".join(_inference.format_shape(s) + " " for s in shapes)
+                         ) from None
     return out
-
-
-def _compact(shape):
-    return "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _checked_remote(ra, indices, size, axis):

@@ -389,8 +389,8 @@ def copyto(dst, src, casting="same_kind", where=True):
     while len(trimmed) > dst.ndim and trimmed[0] == 1:
         trimmed = trimmed[1:]
     if len(trimmed) > dst.ndim or _broadcast_or_none(trimmed, dst.shape) != dst.shape:
-        raise ValueError(f"could not broadcast input array from shape {shape} into shape "
-                         f"{dst.shape}")
+        raise ValueError(f"could not broadcast input array from shape {_inference.format_shape(shape)} "
+                         f"into shape {_inference.format_shape(dst.shape)}")
     if not isinstance(value, RemoteArray):
         value = asarray(np.asarray(value), dtype=source, session=dst.session)
     if trimmed != shape:
@@ -400,8 +400,8 @@ def copyto(dst, src, casting="same_kind", where=True):
     if isinstance(mask, RemoteArray) or not (np.ndim(mask) == 0 and bool(mask)):
         mshape = tuple(mask.shape) if isinstance(mask, RemoteArray) else np.shape(mask)
         if _broadcast_or_none(mshape, dst.shape) != dst.shape:
-            raise ValueError(f"could not broadcast where mask from shape {mshape} into shape "
-                             f"{dst.shape}")
+            raise ValueError(f"could not broadcast where mask from shape "
+                             f"{_inference.format_shape(mshape)} into shape {_inference.format_shape(dst.shape)}")
         mdtype = mask._expr.dtype if isinstance(mask, RemoteArray) else (
             dtype_name(mask.dtype) if isinstance(mask, (np.ndarray, np.generic)) else "bool")
         if mdtype != "bool":  # NumPy converts arrays to a bool mask by the 'safe' rule

@@ -240,8 +240,8 @@ def assign_basic(a, key, value):
     except ValueError:
         fits = False
     if not fits:
-        raise ValueError(f"could not broadcast input array from shape {_shape_of(v)} into shape "
-                         f"{tuple(target)}")
+        raise ValueError(f"could not broadcast input array from shape "
+                         f"{_inference.format_shape(_shape_of(v))} into shape {_inference.format_shape(target)}")
     if any(n == 0 for _, _, n, _, _ in selection) or 0 in target:
         return RemoteArray(a.session, a._expr)
     everything = all(not is_int and start == 0 and step == 1 and n == dim

@@ -216,8 +216,11 @@ def _mean_dtype(dtype):
 # ---- shapes ----------------------------------------------------------------------
 
 
-def _fmt(shape):
-    return str(tuple(shape))
+def format_shape(shape):
+    """A shape as NumPy's broadcasting and indexing errors print it:
+    (2,3), (4,), ()."""
+    dims = [str(int(d)) for d in shape]
+    return "(" + ",".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
 
 def broadcast_shapes(*shapes):
@@ -236,7 +239,7 @@ def broadcast_shapes(*shapes):
             if dim != 1 and d != dim:
                 raise ValueError(
                     "operands could not be broadcast together with shapes "
-                    + " ".join(_fmt(s) for s in shapes)
+                    + "".join(format_shape(s) + " " for s in shapes)
                 )
             dim = d
         out.append(dim)
@@ -466,10 +469,6 @@ def take_shape(shape, indices, axis):
     return out
 
 
-def _compact(shape):
-    return "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
 def take_along_axis_shape(shape, indices, axis):
     """numpy.take_along_axis's result shape (the server's
     InferTakeAlongAxis), with NumPy's errors."""
@@ -492,7 +491,7 @@ def take_along_axis_shape(shape, indices, axis):
                      tuple(shape[e] if k == e else 1 for k in range(len(shape)))
                      for e in range(len(shape))]
             raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
-                             "with shapes " + "".join(_compact(f) + " " for f in fancy))
+                             "with shapes " + "".join(format_shape(f) + " " for f in fancy))
     if shape[axis] == 0 and math.prod(out) > 0:
         raise IndexError(f"index out of bounds: a non-empty take_along_axis from axis {axis} of "
                          "size 0")
@@ -651,9 +650,9 @@ def infer(op, types, attrs):
         if kind(types[1].dtype) not in "iu":
             raise IndexError("arrays used as indices must be of integer (or boolean) type")
         if broadcast_shapes(types[2].shape, types[1].shape) != types[1].shape:
-            raise ValueError(f"shape mismatch: value array of shape {_fmt(types[2].shape)} could "
+            raise ValueError(f"shape mismatch: value array of shape {format_shape(types[2].shape)} could "
                              f"not be broadcast to indexing result of shape "
-                             f"{_fmt(types[1].shape)}")
+                             f"{format_shape(types[1].shape)}")
         return a.dtype, a.shape
     if op == "flatnonzero":
         return "int64", (attrs["size"],)

@@ -235,8 +235,9 @@ def _fit_value(v, target):
     except ValueError:
         fits = False
     if not fits:
-        raise ValueError(f"shape mismatch: value array of shape {shape} could not be broadcast "
-                         f"to indexing result of shape {tuple(target)}")
+        raise ValueError(f"shape mismatch: value array of shape {_inference.format_shape(shape)} could "
+                         f"not be broadcast to indexing result of shape "
+                         f"{_inference.format_shape(target)}")
     if trimmed != shape:
         v = v.reshape(trimmed)
     return v
