@@ -6,6 +6,7 @@ and order loops call each dtype; parameterize/product expand."""
 
 import inspect
 import sys
+import threading
 import types
 import unittest
 import warnings
@@ -283,16 +284,28 @@ def test_both_skipped_skips(session):
 
 
 def test_decorators_need_a_session(client):
-    assert gf.current_session() is None
-
     @testing.numpy_cupy_allclose()
     def f(xp):
         return xp.zeros(2)
 
-    with pytest.raises(RuntimeError, match="no current session"):
-        f()
-    with client.session():
-        f()
+    # The current session is per thread: a new thread has none (whatever
+    # other tests left entered in this one).
+    outcome = []
+
+    def run():
+        assert gf.current_session() is None
+        try:
+            f()
+        except RuntimeError as e:
+            outcome.append(str(e))
+        with client.session():
+            f()
+            outcome.append("ran")
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    assert len(outcome) == 2 and "no current session" in outcome[0] and outcome[1] == "ran"
 
 
 def test_other_comparisons(session):
