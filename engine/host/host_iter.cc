@@ -117,11 +117,15 @@ std::vector<int64_t> BroadcastStrides(absl::Span<const int64_t> in, absl::Span<c
   return strides;
 }
 
+int64_t HostThreads(const HostKernelOptions& options) {
+  static const int64_t machine = std::max<int64_t>(std::thread::hardware_concurrency(), 1);
+  return options.threads > 0 ? options.threads : machine;
+}
+
 void ParallelFor(int64_t n, int64_t cost_per_item, const HostKernelOptions& options,
                  absl::FunctionRef<void(int64_t begin, int64_t end)> fn) {
   if (n <= 0) return;
-  int64_t threads = options.threads > 0 ? options.threads : std::thread::hardware_concurrency();
-  threads = std::max<int64_t>(threads, 1);
+  const int64_t threads = HostThreads(options);
   const int64_t min_work = std::max<int64_t>(options.min_elements_per_thread, 1);
   const int64_t cost = std::max<int64_t>(cost_per_item, 1);
   // Items worth one thread's minimum share of work.

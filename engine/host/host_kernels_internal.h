@@ -407,6 +407,12 @@ std::vector<int64_t> BroadcastStrides(absl::Span<const int64_t> in, absl::Span<c
 
 // ---- Threads -------------------------------------------------------------------
 
+// The threads a host kernel may use: options.threads, or (0) the machine's
+// (std::thread::hardware_concurrency, read once: glibc reads it from sysfs
+// on every call, which once cost the CPU backend a third of a small
+// request's run).
+int64_t HostThreads(const HostKernelOptions& options);
+
 // Runs fn(begin, end) over a split of [0, n), where each item costs about
 // `cost_per_item` elements of work: on the calling thread when the total is
 // below options.min_elements_per_thread, else on up to options.threads

@@ -62,7 +62,7 @@ KeyOf<T> SortKey(const std::byte* p) {
 template <typename P>
 void ParallelSort(std::vector<P>& v, const HostKernelOptions& options) {
   const int64_t n = static_cast<int64_t>(v.size());
-  int64_t threads = options.threads > 0 ? options.threads : std::thread::hardware_concurrency();
+  const int64_t threads = HostThreads(options);
   const int64_t min_part = std::max<int64_t>(options.min_elements_per_thread, 1);
   const int64_t parts = std::clamp<int64_t>(std::min<int64_t>(threads, n / min_part), 1, 64);
   if (parts <= 1) {
@@ -152,7 +152,7 @@ absl::Status RunSortOrArgsort(const ValidatedNode& node, const HostConstView& in
         }
       }
     };
-    int64_t threads = options.threads > 0 ? options.threads : std::thread::hardware_concurrency();
+    const int64_t threads = HostThreads(options);
     if (rows.count >= threads || rows.length < options.min_elements_per_thread) {
       ParallelFor(rows.count, rows.length * 4, options, [&](int64_t begin, int64_t end) {
         std::vector<P> buf;
