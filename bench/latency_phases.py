@@ -134,15 +134,19 @@ def measure(target, n, warmup):
 
 
 def main():
+    global N_ELEMENTS
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", help="gpuflowd to start (else --target)")
     parser.add_argument("--target")
     parser.add_argument("--backend", default="cuda")
     parser.add_argument("--n", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--elements", type=int, default=4096,
+                        help="elements of the resident float32 array")
     parser.add_argument("--out")
     parser.add_argument("--server-args", default="", help="more gpuflowd flags")
     args = parser.parse_args()
+    N_ELEMENTS = args.elements
     service_bench.run_standalone(args, lambda target: measure(target, args.n, args.warmup), args.server_args.split())
 
 
