@@ -62,6 +62,7 @@ from gpuflow import linalg  # noqa: E402,F401 - gpuflow.linalg, CuPy's cupy.lina
 from gpuflow import testing  # noqa: E402,F401 - gpuflow.testing, CuPy's cupy.testing
 from gpuflow.benchmark import BenchmarkResult, benchmark
 from gpuflow.fusion import Fusion, fuse
+from gpuflow._memory_pool import get_default_memory_pool, get_default_pinned_memory_pool
 
 # dtypes, as in CuPy (gpuflow.float32 is numpy.float32); bfloat16 is the
 # string "bfloat16" wherever a dtype is taken.
@@ -137,6 +138,8 @@ __all__ = sorted(_function_names + _NUMPY_NAMES + ["issubdtype", "promote_types"
     "float32",
     "float64",
     "fuse",
+    "get_default_memory_pool",
+    "get_default_pinned_memory_pool",
     "int16",
     "int32",
     "int64",

@@ -280,6 +280,9 @@ def slice_length(start, stop, step, dim):
 def reshape_target(shape, requested):
     size = math.prod(shape)
     dims = [operator.index(d) for d in requested]
+    if len(dims) > 64:  # NumPy 2's NPY_MAXDIMS
+        raise ValueError(f"maximum supported dimension for an ndarray is currently 64, "
+                         f"found {len(dims)}")
     unknown = [i for i, d in enumerate(dims) if d == -1]
     if len(unknown) > 1:
         raise ValueError("can only specify one unknown dimension")

@@ -215,6 +215,30 @@ class ArrayMembers:
 
         self._expr = _select.scatter_key(self, slices, value, "min")._expr
 
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        """numpy.ndarray.diagonal."""
+        from gpuflow import _shapes
+
+        return _shapes.diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        """numpy.ndarray.trace."""
+        from gpuflow import _shapes
+
+        return _shapes.trace(self, offset, axis1, axis2, dtype, out)
+
+    def choose(self, choices, out=None, mode="raise"):
+        """numpy.ndarray.choose: this array holds the indices."""
+        from gpuflow import _misc
+
+        return _misc.choose(self, choices, out, mode)
+
+    def repeat(self, repeats, axis=None):
+        """numpy.ndarray.repeat."""
+        from gpuflow import functions
+
+        return functions.repeat(self, repeats, axis)
+
     def sort(self, axis=-1, kind=None, order=None, *, stable=None):
         """numpy.ndarray.sort: NumPy sorts in place; here the array is
         rebound to its sorted value (as assignment rebinds, docs/python.md)."""

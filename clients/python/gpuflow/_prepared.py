@@ -62,7 +62,7 @@ def _scalar_kind(value):
     if isinstance(value, np.generic):
         return value.dtype.name
     if isinstance(value, bool):
-        return "bool"
+        return "weak bool"  # not numpy.bool_'s dtype name "bool": the wire tells them apart
     if isinstance(value, int):
         return "int" if _INT64_MIN <= value <= _INT64_MAX else "uint"
     if isinstance(value, float):

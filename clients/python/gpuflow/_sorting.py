@@ -45,8 +45,28 @@ def _check_order(order):
         raise ValueError("Cannot specify order when the array has no fields.")
 
 
+def _complex_argsort(a, axis):
+    """argsort of complex values in NumPy's order (R + Rj < R + nanj <
+    nan + Rj < nan + nanj, then real part, then imaginary part): a lexsort
+    of (NaN class, real, imag), as the server's sort takes no complex."""
+    from gpuflow import functions
+
+    if axis is None:
+        a, axis = a.reshape(-1), -1
+    else:
+        axis = _inference.normalize_axis(operator.index(axis), a.ndim)
+    real, imag = a.real, a.imag
+    nan_class = functions.isnan(real).astype("int8") * 2 + functions.isnan(imag).astype("int8")
+    return a, lexsort((imag, real, nan_class), axis=axis), axis
+
+
 def _sort_op(op, a, axis):
     a = _remote(a)
+    if _inference.is_complex(a._expr.dtype):
+        from gpuflow._gather import take_along_axis
+
+        a, order, axis = _complex_argsort(a, axis)
+        return order if op == "argsort" else take_along_axis(a, order, axis)
     if axis is None:
         return apply(op, (a,))
     return apply(op, (a,), {"axis": operator.index(axis)})
@@ -61,10 +81,12 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
 
 
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
-    """numpy.argsort: int64 indices, ties in index order (kind="stable")."""
+    """numpy.argsort: int64 indices, ties in index order (kind="stable");
+    a 0-d array is taken as 1-d, as NumPy takes it."""
     _check_kind(kind, stable)
     _check_order(order)
-    return _sort_op("argsort", a, axis)
+    a = _remote(a)
+    return _sort_op("argsort", a.reshape(1) if a.ndim == 0 else a, axis)
 
 
 def _kth(kth, n):
@@ -162,7 +184,34 @@ def searchsorted(a, v, side="left", sorter=None):
         a = take(a, sorter)
     if not isinstance(v, RemoteArray) and not isinstance(v, (bool, int, float, np.generic)):
         v = asarray(np.asarray(v), session=a.session)
+    if _inference.is_complex(a._expr.dtype) or _inference.is_complex(
+            v._expr.dtype if isinstance(v, RemoteArray) else np.asarray(v).dtype.name):
+        return _complex_searchsorted(a, v, side)
     return apply("searchsorted", (a, v), {"side": side})
+
+
+def _complex_searchsorted(a, v, side):
+    """searchsorted where either side is complex (the server's op takes no
+    complex): one complex-order lexsort of ``a`` and ``v`` together, ties
+    putting v first (side left) or last (side right); each v's position is
+    the count of a's elements sorted before it."""
+    from gpuflow import functions
+    from gpuflow._gather import take
+
+    v = _remote(v, a.session)
+    dtype = np.result_type(np.dtype(a._expr.dtype), np.dtype(v._expr.dtype), np.complex64).name
+    shape = v.shape
+    flat = functions.concatenate([a.astype(dtype), v.astype(dtype).reshape(-1)])
+    from_v = functions.concatenate([functions.zeros(a.size, "int8", session=a.session),
+                                    functions.ones(v.size, "int8", session=a.session)])
+    tie = from_v if side == "right" else 1 - from_v
+    real, imag = flat.real, flat.imag
+    nan_class = functions.isnan(real).astype("int8") * 2 + functions.isnan(imag).astype("int8")
+    order = lexsort((tie, imag, real, nan_class))
+    from_a_sorted = order < a.size
+    before = functions.cumsum(from_a_sorted.astype("int64")) - from_a_sorted.astype("int64")
+    where = argsort(order)  # each element's place in the sorted order
+    return take(before, where[a.size:]).reshape(shape)
 
 
 # ---- quantiles -----------------------------------------------------------------------
@@ -240,7 +289,7 @@ def _finish(result, q_shape, rest_shape, kept, keepdims):
 
 
 def _float_result(dtype):
-    return dtype if _inference.kind(dtype) == "f" else "float64"
+    return dtype if _inference.kind(dtype) in "fc" else "float64"
 
 
 def _fill_nan(shape, dtype, session):
@@ -410,8 +459,9 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 
 def _middle_mean(lo, hi, dtype):
     """NumPy's mean of the two middle values: in float64 for ints and bool,
-    in float32 (rounded back) for float16 and bfloat16, else in the dtype."""
-    if _inference.kind(dtype) != "f":
+    in float32 (rounded back) for float16 and bfloat16, else in the dtype
+    (complex too)."""
+    if _inference.kind(dtype) not in "fc":
         return (lo.astype("float64") + hi.astype("float64")) / 2.0
     if dtype in ("float16", "bfloat16"):
         return ((lo.astype("float32") + hi.astype("float32")) / 2.0).astype(dtype)
@@ -436,9 +486,10 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
         result = s[..., k].astype(_float_result(dtype))
     else:
         result = _middle_mean(s[..., k - 1], s[..., k], dtype)
-    if _inference.kind(dtype) == "f":
+    if _inference.kind(dtype) in "fc":  # complex: NaN sorts last too; NumPy gives nan+0j
         last = s[..., -1]
-        result = apply("where", (apply("isnan", (last,)), last, result))
+        nan = last if _inference.kind(dtype) == "f" else math.nan
+        result = apply("where", (apply("isnan", (last,)), nan, result))
     return _finish(result, (), rest_shape, kept, keepdims)
 
 
@@ -452,7 +503,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
         raise NotImplementedError("out= is not supported for nanmedian")
     a = _remote(a)
     dtype = a._expr.dtype
-    if _inference.kind(dtype) != "f":
+    if _inference.kind(dtype) not in "fc":
         return median(a, axis, keepdims=keepdims)
     x, kept, rest_shape = _rows(a, axis)
     if x.shape[-1] == 0:

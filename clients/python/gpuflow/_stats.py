@@ -34,6 +34,11 @@ def _is_float(a):
     return _inference.is_float(a._expr.dtype)
 
 
+def _may_hold_nan(a):
+    """Float or complex (a complex value with a NaN part is NaN)."""
+    return _inference.is_float(a._expr.dtype) or _inference.is_complex(a._expr.dtype)
+
+
 def _nan_free(a, fill):
     return apply("where", (apply("isnan", (a,)), fill, a))
 
@@ -50,6 +55,11 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """numpy.nan_to_num: NaN -> ``nan``, +-inf -> ``posinf``/``neginf`` (the
     dtype's largest finite values by default); integers unchanged."""
     x = _remote(x)
+    if _inference.is_complex(x._expr.dtype):  # NumPy's: each part as a real array
+        from gpuflow._bits import complex_from_parts
+
+        return complex_from_parts(nan_to_num(x.real, copy, nan, posinf, neginf),
+                                  nan_to_num(x.imag, copy, nan, posinf, neginf), x._expr.dtype)
     if not _is_float(x):
         return x.copy()
     big, small = _float_limits(x._expr.dtype)
@@ -88,27 +98,27 @@ def nanmax(a, axis=None, out=None, keepdims=False):
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
     """numpy.nansum: NaNs count as zero."""
     a = _remote(a)
-    return reduce("sum", _nan_free(a, 0) if _is_float(a) else a, axis, keepdims, dtype=dtype,
+    return reduce("sum", _nan_free(a, 0) if _may_hold_nan(a) else a, axis, keepdims, dtype=dtype,
                   out=out)
 
 
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
     """numpy.nanprod: NaNs count as one."""
     a = _remote(a)
-    return reduce("prod", _nan_free(a, 1) if _is_float(a) else a, axis, keepdims, dtype=dtype,
+    return reduce("prod", _nan_free(a, 1) if _may_hold_nan(a) else a, axis, keepdims, dtype=dtype,
                   out=out)
 
 
 def nancumsum(a, axis=None, dtype=None, out=None):
     """numpy.nancumsum: NaNs count as zero."""
     a = _remote(a)
-    return scan("cumsum", _nan_free(a, 0) if _is_float(a) else a, axis, dtype, out)
+    return scan("cumsum", _nan_free(a, 0) if _may_hold_nan(a) else a, axis, dtype, out)
 
 
 def nancumprod(a, axis=None, dtype=None, out=None):
     """numpy.nancumprod: NaNs count as one."""
     a = _remote(a)
-    return scan("cumprod", _nan_free(a, 1) if _is_float(a) else a, axis, dtype, out)
+    return scan("cumprod", _nan_free(a, 1) if _may_hold_nan(a) else a, axis, dtype, out)
 
 
 def _count(a, axis, keepdims):
@@ -121,7 +131,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
     from gpuflow.remote_array import rebind_out
 
     a = _remote(a)
-    if not _is_float(a):
+    if not _may_hold_nan(a):
         return reduce("mean", a, axis, keepdims, dtype=dtype, out=out)
     total = reduce("sum", _nan_free(a, 0), axis, keepdims, dtype=dtype)
     mean = cast(total / _count(a, axis, keepdims), total._expr.dtype)

@@ -481,7 +481,7 @@ def _fmod(x, y):
 def _fminmax(op):
     def run(x, y):
         m = apply(op, (x, y))
-        if not _inference.is_float(m._expr.dtype):
+        if not (_inference.is_float(m._expr.dtype) or _inference.is_complex(m._expr.dtype)):
             return m
         return cast(_where(_isnan(y), x, _where(_isnan(x), y, m)), m._expr.dtype)
 

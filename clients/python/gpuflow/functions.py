@@ -12,6 +12,7 @@ arrays take ``session=`` (default: the current session, i.e. the innermost
 """
 
 import builtins
+import math
 import operator
 
 import numpy as np
@@ -43,7 +44,15 @@ def round(a, decimals=0, out=None):  # noqa: A001 - numpy's name
     unscale; integers with decimals < 0 round in float64)."""
     a = _as_remote(a)
     decimals = operator.index(decimals)
-    if decimals == 0 or (not _inference.is_float(a._expr.dtype) and decimals > 0):
+    if a._expr.dtype == "bool" and decimals == 0:
+        result = apply("round", (a.astype("float16"),))  # NumPy's rint loop for bool: float16
+    elif decimals != 0 and _inference.is_complex(a._expr.dtype):
+        from gpuflow._bits import complex_from_parts
+
+        # NumPy rounds each part as a real array (signed zeros, overflow to inf as its).
+        result = complex_from_parts(round(a.real, decimals), round(a.imag, decimals),
+                                    a._expr.dtype)
+    elif decimals == 0 or (not _inference.is_float(a._expr.dtype) and decimals > 0):
         result = apply("round", (a,))
     elif _inference.is_float(a._expr.dtype):
         scale = 10.0 ** builtins.abs(decimals)
@@ -150,14 +159,14 @@ def all(a, axis=None, out=None, keepdims=False):  # noqa: A001
     return reduce("all", a, axis, keepdims, out=out)
 
 
-def argmin(a, axis=None, out=None, keepdims=False):
-    """numpy.argmin (int64; the first index on ties)."""
-    return arg_reduce("argmin", a, axis, keepdims, out)
+def argmin(a, axis=None, out=None, keepdims=False, *, dtype=None):
+    """numpy.argmin (int64, or CuPy's ``dtype``; the first index on ties)."""
+    return arg_reduce("argmin", a, axis, keepdims, out, dtype)
 
 
-def argmax(a, axis=None, out=None, keepdims=False):
-    """numpy.argmax (int64; the first index on ties)."""
-    return arg_reduce("argmax", a, axis, keepdims, out)
+def argmax(a, axis=None, out=None, keepdims=False, *, dtype=None):
+    """numpy.argmax (int64, or CuPy's ``dtype``; the first index on ties)."""
+    return arg_reduce("argmax", a, axis, keepdims, out, dtype)
 
 
 def logsumexp(a, axis=None, keepdims=False):
@@ -290,8 +299,10 @@ def ravel(a, order="C"):
 
 
 def squeeze(a, axis=None):
-    """numpy.squeeze."""
-    return apply("squeeze", (a,), {"axes": axes_attr(axis)})
+    """numpy.squeeze (a 0-d array takes axis 0 or -1, as NumPy's)."""
+    from gpuflow.remote_array import _scalar_axis
+
+    return apply("squeeze", (a,), {"axes": axes_attr(_scalar_axis(a, axis))})
 
 
 def expand_dims(a, axis):
@@ -365,31 +376,48 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
 
 
 def _shape(shape):
+    if shape is None:  # NumPy's zeros(None): 0-d
+        return []
     if isinstance(shape, (int, np.integer)):
         return [operator.index(shape)]
     return [operator.index(d) for d in shape]
 
 
-def full(shape, fill_value, dtype=None, *, session=None):
+def _order(order, allowed="CF"):
+    """NumPy's check of an ``order`` argument; every order gives gpuflow's
+    C-ordered array (the values are the same)."""
+    if order is None:
+        return
+    if not isinstance(order, str) or order.upper() not in ("C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    if order.upper() not in allowed:
+        raise ValueError("only 'C' or 'F' order is permitted")
+
+
+def full(shape, fill_value, dtype=None, order="C", *, session=None):
     """numpy.full; the result is writable (see gpuflow.remote_array)."""
+    _order(order)
     if isinstance(fill_value, np.ndarray) and fill_value.ndim == 0:
         fill_value = fill_value[()]
     attrs = {"shape": _shape(shape), "dtype": dtype_name(dtype) if dtype is not None else None}
     return apply("full", (fill_value,), attrs, session=session, writable=True)
 
 
-def zeros(shape, dtype=float, *, session=None):
+def zeros(shape, dtype=float, order="C", *, session=None):
     """numpy.zeros; writable."""
+    _order(order)
     return full(shape, False if dtype_name(dtype) == "bool" else 0, dtype, session=session)
 
 
-def ones(shape, dtype=float, *, session=None):
+def ones(shape, dtype=float, order="C", *, session=None):
     """numpy.ones; writable."""
+    _order(order)
     return full(shape, True if dtype_name(dtype) == "bool" else 1, dtype, session=session)
 
 
-def empty(shape, dtype=float, *, session=None):
+def empty(shape, dtype=float, order="C", *, session=None):
     """Like zeros (the server has no uninitialised arrays); writable."""
+    _order(order)
     return zeros(shape, dtype, session=session)
 
 
@@ -398,26 +426,30 @@ def _like(a, dtype, shape):
     return (a.shape if shape is None else shape), dtype, session_of((a,))
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a, fill_value, dtype=None, order="K", subok=None, shape=None):
     """numpy.full_like, in ``a``'s session; writable."""
+    _order(order, "CFAK")
     shape, dtype, s = _like(a, dtype, shape)
     return full(shape, fill_value, dtype, session=s)
 
 
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a, dtype=None, order="K", subok=None, shape=None):
     """numpy.zeros_like, in ``a``'s session; writable."""
+    _order(order, "CFAK")
     shape, dtype, s = _like(a, dtype, shape)
     return zeros(shape, dtype, session=s)
 
 
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a, dtype=None, order="K", subok=None, shape=None):
     """numpy.ones_like, in ``a``'s session; writable."""
+    _order(order, "CFAK")
     shape, dtype, s = _like(a, dtype, shape)
     return ones(shape, dtype, session=s)
 
 
-def empty_like(a, dtype=None, shape=None):
+def empty_like(a, dtype=None, order="K", subok=None, shape=None):
     """Like zeros_like; writable."""
+    _order(order, "CFAK")
     shape, dtype, s = _like(a, dtype, shape)
     return empty(shape, dtype, session=s)
 
@@ -426,9 +458,18 @@ def arange(start, stop=None, step=None, dtype=None, *, session=None):
     """numpy.arange; writable."""
     if stop is None:
         start, stop = 0, start
+    name = dtype_name(dtype) if dtype is not None else None
+    if name == "bool":
+        n = math.ceil((_number(stop) - _number(start)) / (1 if step is None else _number(step)))
+        if n > 2:
+            raise TypeError("arange() is only supported for booleans when the result has at "
+                            "most length 2.")
+    if name is not None and _inference.is_complex(name):
+        # The server's arange is real: the real part's values, then complex.
+        real = arange(start, stop, step, _inference.real_dtype(name), session=session)
+        return real.astype(name)
     attrs = {"start": _number(start), "stop": _number(stop),
-             "step": None if step is None else _number(step),
-             "dtype": dtype_name(dtype) if dtype is not None else None}
+             "step": None if step is None else _number(step), "dtype": name}
     return apply("arange", (), attrs, session=session, writable=True)
 
 
@@ -454,18 +495,26 @@ def random_normal(shape, *, seed, mean=0.0, std=1.0, dtype="float32", session=No
     return apply("random_normal", (), attrs, session=session, writable=True)
 
 
-def asarray(a, dtype=None, *, session=None):
+def asarray(a, dtype=None, order=None, *, session=None):
     """Uploads an array-like (numpy, torch on any device, DLPack, lists) as a
-    RemoteArray; see :meth:`gpuflow.Session.asarray`."""
+    RemoteArray; see :meth:`gpuflow.Session.asarray`. Every ``order`` gives
+    a C-ordered array."""
     from gpuflow.remote_array import asarray as _asarray
+
+    _order(order, "CFAK")
 
     return _asarray(a, dtype=dtype, session=session)
 
 
-def array(obj, dtype=None, copy=True, *, session=None):
+def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, *, session=None):
     """cupy.array: like :func:`asarray`, but the result is a writable copy
-    (custom kernels may write it). ``copy=False`` is :func:`asarray`."""
+    (custom kernels may write it). ``copy=False`` is :func:`asarray`; every
+    ``order`` gives a C-ordered array; ``ndmin`` prepends ones to the
+    shape."""
+    _order(order, "CFAK")
     a = asarray(obj, dtype, session=session)
+    if a.ndim < operator.index(ndmin):
+        a = a.reshape((1,) * (ndmin - a.ndim) + a.shape)
     return a.copy() if copy else a
 
 

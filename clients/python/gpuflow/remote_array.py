@@ -893,7 +893,7 @@ class RemoteArray(ArrayMembers):
         return self.reshape(-1, order=order)
 
     def squeeze(self, axis=None):
-        return apply("squeeze", (self,), {"axes": axes_attr(axis)})
+        return apply("squeeze", (self,), {"axes": axes_attr(_scalar_axis(self, axis))})
 
     def astype(self, dtype, copy=True):
         name = dtype_name(dtype)
@@ -936,11 +936,11 @@ class RemoteArray(ArrayMembers):
     def all(self, axis=None, out=None, keepdims=False):
         return reduce("all", self, axis, keepdims, out=out)
 
-    def argmin(self, axis=None, out=None, keepdims=False):
-        return arg_reduce("argmin", self, axis, keepdims, out)
+    def argmin(self, axis=None, out=None, keepdims=False, *, dtype=None):
+        return arg_reduce("argmin", self, axis, keepdims, out, dtype)
 
-    def argmax(self, axis=None, out=None, keepdims=False):
-        return arg_reduce("argmax", self, axis, keepdims, out)
+    def argmax(self, axis=None, out=None, keepdims=False, *, dtype=None):
+        return arg_reduce("argmax", self, axis, keepdims, out, dtype)
 
     def cumsum(self, axis=None, dtype=None, out=None):
         return scan("cumsum", self, axis, dtype, out)
@@ -1016,9 +1016,20 @@ def _clamp64(v):
     return max(_INT64_MIN, min(_INT64_MAX, v))
 
 
+def _scalar_axis(a, axis):
+    """NumPy's leniency for 0-d arrays: an int ``axis`` of 0 or -1 means the
+    one (absent) axis, as None does."""
+    if getattr(a, "ndim", None) == 0 and not isinstance(axis, (tuple, list)) and axis is not None:
+        if operator.index(axis) in (0, -1):
+            return None
+    return axis
+
+
 def reduce(op, a, axis=None, keepdims=False, *, dtype=None, out=None, **attrs):
     """A reduction node (sum, prod, mean, var, std, min, max, any, all,
     logsumexp) over ``axis`` (None: all; an int or a tuple)."""
+    if op not in ("mean", "var", "std"):  # NumPy's mean of a 0-d array takes no axis 0
+        axis = _scalar_axis(a, axis)
     attrs.update(
         axes=axes_attr(axis),
         keepdims=True if keepdims else None,
@@ -1027,14 +1038,20 @@ def reduce(op, a, axis=None, keepdims=False, *, dtype=None, out=None, **attrs):
     return rebind_out(out, apply(op, (a,), attrs), op)
 
 
-def arg_reduce(op, a, axis=None, keepdims=False, out=None):
-    """An argmin/argmax node over ``axis`` (None: the flattened array)."""
+def arg_reduce(op, a, axis=None, keepdims=False, out=None, dtype=None):
+    """An argmin/argmax node over ``axis`` (None: the flattened array);
+    ``dtype`` (CuPy's) casts the int64 indices."""
+    axis = _scalar_axis(a, axis)
     attrs = {"axis": None if axis is None else operator.index(axis), "keepdims": keepdims or None}
-    return rebind_out(out, apply(op, (a,), attrs), op)
+    result = apply(op, (a,), attrs)
+    if dtype is not None:
+        result = result.astype(dtype)
+    return rebind_out(out, result, op)
 
 
 def scan(op, a, axis=None, dtype=None, out=None):
     """A cumsum/cumprod node along ``axis`` (None: the flattened array)."""
+    axis = _scalar_axis(a, axis)
     attrs = {
         "axis": None if axis is None else operator.index(axis),
         "dtype": dtype_name(dtype) if dtype is not None else None,
