@@ -41,6 +41,28 @@ def test_assert_allclose(session):
         testing.assert_allclose(x, a[:2])
 
 
+def test_bfloat16_arrays_are_compared_by_value(session):
+    x = session.asarray(np.array([1.0, 2.5, -3.0], np.float32)).astype("bfloat16")
+    testing.assert_allclose(x, [1.0, 2.5, -3.0])
+    testing.assert_array_equal(x, np.array([1.0, 2.5, -3.0], np.float32))
+    with pytest.raises(AssertionError):
+        testing.assert_allclose(x, [1.0, 2.5, 3.0])
+
+    @testing.numpy_cupy_allclose(type_check=False, rtol=1e-2)
+    def cast(xp):
+        a = xp.asarray(np.linspace(-2, 2, 9, dtype=np.float32))
+        return a.astype("bfloat16") if xp is gf else a
+
+    @testing.numpy_cupy_allclose(rtol=1e-2)
+    def cast_checked(xp):
+        a = xp.asarray(np.linspace(-2, 2, 9, dtype=np.float32))
+        return a.astype("bfloat16") if xp is gf else a
+
+    cast()
+    with pytest.raises(AssertionError, match="different dtypes"):
+        cast_checked()  # numpy has no bfloat16: a dtype mismatch
+
+
 def test_assert_array_almost_equal_nulp_and_ulp(session):
     a = np.array([1.0, 10.0, 100.0], np.float32)
     x = session.asarray(a)
