@@ -588,8 +588,11 @@ def test_matrix_rank(session):
     check(linalg.matrix_rank(session.asarray(a), tol=1e-4),
           np.asarray(np.linalg.matrix_rank(a, 1e-4)))
     check(linalg.matrix_rank(session.asarray(a), rtol=1e-5), np.asarray(2))
-    assert linalg.matrix_rank(session.asarray(np.ones(3))) == np.linalg.matrix_rank(np.ones(3)) == 1
-    assert linalg.matrix_rank(session.asarray(np.zeros(3))) == 0
+    # Fewer than 2 axes: a 0-d array as CuPy's (NumPy's is an int).
+    check(linalg.matrix_rank(session.asarray(np.ones(3))), np.asarray(np.linalg.matrix_rank(
+        np.ones(3))))
+    check(linalg.matrix_rank(session.asarray(np.zeros(3))), np.asarray(0))
+    check(linalg.matrix_rank(session.asarray(np.float32(2))), np.asarray(1))
     # NumPy's maximum of no singular values.
     with pytest.raises(ValueError):
         np.linalg.matrix_rank(np.zeros((0, 3)))
@@ -614,6 +617,13 @@ def test_lstsq(session, dtype):
     close_to_rounding(x, xn, dtype, factor=500)
     check(resid, residn)
     assert rank == rankn == 1
+    # rcond < 0 is machine precision (LAPACK's); 0.5 drops more.
+    a = rand((6, 3), dtype, seed=5)
+    for rcond in (-1, 0.5, 0.9):
+        got = linalg.lstsq(session.asarray(a), b[:1].repeat(6), rcond=rcond)
+        want = np.linalg.lstsq(a, b[:1].repeat(6), rcond=rcond)
+        close_to_rounding(got[0], want[0], dtype, factor=500)
+        assert got[2] == want[2]
 
 
 def test_lstsq_errors_and_empty(session):

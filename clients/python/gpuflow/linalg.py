@@ -966,12 +966,12 @@ def _no_value():
 def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):  # noqa: N803 - NumPy's name
     """numpy.linalg.matrix_rank: the number of singular values above
     ``tol`` (default: the largest times max(M, N) times eps, or times
-    ``rtol``); an int64 RemoteArray (a Python int for fewer than 2 axes,
-    one Execute)."""
+    ``rtol``); an int64 RemoteArray (0-d, whether any element is nonzero,
+    for fewer than 2 axes: CuPy's array where NumPy gives an int)."""
     f = _f()
     a = _remote(A)
     if a.ndim < 2:
-        return int(bool((a != 0).any()))
+        return (a != 0).any().astype(np.int64)
     s = svd(a, compute_uv=False, hermitian=hermitian)
     if tol is None:
         if rtol is None:
@@ -1010,9 +1010,9 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_no_value):
 def lstsq(a, b, rcond=None):
     """numpy.linalg.lstsq of a 2-D a and a 1-D or 2-D b through :func:`svd`:
     (x, residuals, rank, s); singular values at most rcond times the
-    largest (default max(M, N) eps) are dropped; residuals are the squared
-    column norms of b - a x when rank == N < M, else empty; rank is a
-    Python int (one Execute)."""
+    largest (default max(M, N) eps; negative: eps) are dropped; residuals
+    are the squared column norms of b - a x when rank == N < M, else
+    empty; rank is a Python int (one Execute)."""
     f = _f()
     a, b = _remotes(a, b)
     vector = b.ndim == 1
@@ -1028,6 +1028,8 @@ def lstsq(a, b, rcond=None):
     real = _inference.real_dtype(dtype.name)
     if rcond is None:
         rcond = float(np.finfo(real).eps) * max(n, m)
+    elif rcond < 0:
+        rcond = float(np.finfo(real).eps)  # LAPACK's: machine precision
     a, b = a.astype(dtype), b.astype(dtype)
     k = min(m, n)
     if k == 0:
