@@ -501,8 +501,19 @@ def test_eigh_triangles_degenerate_and_empty(session):
         linalg.eigh(session.asarray(a), UPLO="X")
     with pytest.raises(np.linalg.LinAlgError, match="square"):
         linalg.eigvalsh(session.asarray(np.ones((2, 3))))
+    # float16: computed in float32, returned as float16 (CuPy's; NumPy
+    # refuses it).
+    h16 = hermitian((4, 4), np.float16, seed=2)
+    w16, v16 = linalg.eigh(session.asarray(h16))
+    assert w16.dtype == v16.dtype == np.float16
+    w32 = np.linalg.eigvalsh(h16.astype(np.float32))
+    np.testing.assert_allclose(w16.get(), w32, rtol=2e-3, atol=2e-3 * np.abs(w32).max())
+    vv = v16.get().astype(np.float32)
+    np.testing.assert_allclose(h16.astype(np.float32) @ vv, vv * w32, atol=2e-2 * np.abs(w32).max())
+    check(linalg.eigvalsh(session.asarray(h16)).astype(np.float32), w32.astype(np.float16).astype(
+        np.float32), rtol=2e-3, atol_scale=1)
     with pytest.raises(TypeError, match="float16"):
-        linalg.eigh(session.asarray(np.eye(2, dtype=np.float16)))
+        np.linalg.eigh(h16)
 
 
 @pytest.mark.parametrize("dtype", INEXACT)

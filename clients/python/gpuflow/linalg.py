@@ -787,16 +787,22 @@ def _jacobi_eigh(a, vectors):
 
 
 def _hermitian_stack(a, uplo):
+    """(the Hermitian stack read from a's ``uplo`` triangle in its
+    computing dtype, the dtype of the results): float16 computes in float32
+    and gives float16, as CuPy's eigh (NumPy refuses float16)."""
     f = _f()
     if uplo not in ("L", "U"):
         raise ValueError("UPLO argument must be 'L' or 'U'")
-    m, dtype = _square_stack(a)
+    a = _remote(a)
+    half = a.dtype == np.float16
+    m, dtype = _square_stack(a.astype(np.float32) if half else a)
     n = m.shape[-1]
     rows = np.arange(n)
     low = rows[:, None] > rows[None, :] if uplo == "L" else rows[:, None] < rows[None, :]
     part = f.where(low, m, 0)
     diag = f.where(rows[:, None] == rows[None, :], m.real if dtype.kind == "c" else m, 0)
-    return (part + part.swapaxes(-1, -2).conj() + diag).astype(dtype), dtype
+    hermitian = (part + part.swapaxes(-1, -2).conj() + diag).astype(dtype)
+    return hermitian, np.dtype(np.float16) if half else dtype
 
 
 EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
@@ -807,26 +813,29 @@ def eigh(a, UPLO="L"):  # noqa: N803 - NumPy's name
     eigenvectors (columns) of the Hermitian stack read from its lower
     (UPLO='L') or upper triangle, by the parallel Jacobi method (one
     Execute per sweep to test convergence). A namedtuple, as NumPy 2's;
-    eigenvectors are NumPy's up to a unit factor per column."""
+    eigenvectors are NumPy's up to a unit factor per column. float16 is
+    computed in float32 and returned as float16, as CuPy does."""
     f = _f()
     m, dtype = _hermitian_stack(a, UPLO)
+    real = _inference.real_dtype(dtype.name)
     if m.size == 0:
-        return EighResult(f.zeros(m.shape[:-1], _inference.real_dtype(dtype.name),
-                                  session=m.session), f.zeros(m.shape, dtype, session=m.session))
+        return EighResult(f.zeros(m.shape[:-1], real, session=m.session),
+                          f.zeros(m.shape, dtype, session=m.session))
     w, v = _jacobi_eigh(m, True)
     order = f.argsort(w, axis=-1)
-    return EighResult(f.take_along_axis(w, order, axis=-1),
-                      f.take_along_axis(v, order[..., None, :], axis=-1))
+    return EighResult(f.take_along_axis(w, order, axis=-1).astype(real),
+                      f.take_along_axis(v, order[..., None, :], axis=-1).astype(dtype))
 
 
 def eigvalsh(a, UPLO="L"):  # noqa: N803 - NumPy's name
     """numpy.linalg.eigvalsh: :func:`eigh`'s eigenvalues alone."""
     f = _f()
     m, dtype = _hermitian_stack(a, UPLO)
+    real = _inference.real_dtype(dtype.name)
     if m.size == 0:
-        return f.zeros(m.shape[:-1], _inference.real_dtype(dtype.name), session=m.session)
+        return f.zeros(m.shape[:-1], real, session=m.session)
     w, _ = _jacobi_eigh(m, False)
-    return f.sort(w, axis=-1)
+    return f.sort(w, axis=-1).astype(real)
 
 
 def _jacobi_svd(a, vectors):
