@@ -408,3 +408,39 @@ def test_decorated_test_without_xp_still_collects(session):
     assert list(inspect.signature(TakesNoXp.test_forgets_xp).parameters) == ["self"]
     with pytest.raises(TypeError, match="unexpected keyword argument 'xp'"):
         TakesNoXp("test_forgets_xp").test_forgets_xp()
+
+
+# ---- ComplexWarning, gpuflow.exceptions ----------------------------------------------------
+
+
+def test_casting_complex_to_real_warns_as_numpy(session):
+    x = np.array([1 + 2j, -3j], np.complex64)
+    r = session.asarray(x)
+    warning = gf.exceptions.ComplexWarning
+    for target in ("float32", "int8", np.float64, "uint16"):
+        with pytest.warns(warning, match="discards the imaginary part"):
+            expected = x.astype(target)
+        with pytest.warns(warning, match="discards the imaginary part"):
+            got = r.astype(target)
+        check_all([(got, expected)])
+    with pytest.warns(warning):
+        expected = np.concatenate((x, x), dtype="float32", casting="unsafe")
+    with pytest.warns(warning):
+        got = gf.concatenate((r, r), dtype="float32", casting="unsafe")
+    check_all([(got, expected)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning where NumPy gives none
+        check_all([(r.astype(bool), x.astype(bool)), (r.astype("complex128"),
+                                                      x.astype("complex128")),
+                   (r.real.astype("float64"), x.real.astype("float64"))])
+
+
+def test_exceptions_module_is_numpys_classes(session):
+    ns = getattr(np, "exceptions", np)
+    assert gf.exceptions.AxisError is ns.AxisError is AxisError
+    assert gf.exceptions.ComplexWarning is ns.ComplexWarning
+    assert issubclass(gf.exceptions.DTypePromotionError, TypeError)
+    assert issubclass(gf.exceptions.VisibleDeprecationWarning, UserWarning)
+    with pytest.raises(gf.exceptions.AxisError):
+        gf.sum(session.asarray(np.ones(2)), axis=3)
+    assert set(gf.exceptions.__all__) <= set(dir(gf.exceptions))

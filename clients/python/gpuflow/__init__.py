@@ -60,6 +60,7 @@ from gpuflow import jit  # noqa: E402 - Python kernels (docs/jit.md)
 from gpuflow import fft  # noqa: E402,F401 - gpuflow.fft, CuPy's cupy.fft (docs/python.md)
 from gpuflow import linalg  # noqa: E402,F401 - gpuflow.linalg, CuPy's cupy.linalg
 from gpuflow import testing  # noqa: E402,F401 - gpuflow.testing, CuPy's cupy.testing
+from gpuflow import exceptions  # noqa: E402,F401 - gpuflow.exceptions, CuPy's cupy.exceptions
 from gpuflow.benchmark import BenchmarkResult, benchmark
 from gpuflow.fusion import Fusion, fuse
 from gpuflow._memory_pool import get_default_memory_pool, get_default_pinned_memory_pool

@@ -899,6 +899,12 @@ class RemoteArray(ArrayMembers):
         name = dtype_name(dtype)
         if name == self._expr.dtype and not copy:
             return self
+        if (_inference.is_complex(self._expr.dtype) and not _inference.is_complex(name)
+                and name != "bool"):
+            import warnings
+
+            warnings.warn("Casting complex values to real discards the imaginary part",
+                          getattr(np, "exceptions", np).ComplexWarning, stacklevel=2)
         return apply("cast", (self,), {"dtype": name})
 
     def copy(self, order="C"):
