@@ -429,6 +429,10 @@ def test_qr(session, dtype, shape):
         close_to_rounding(q, qn, dtype)
         close_to_rounding(r, rn, dtype)
     close_to_rounding(linalg.qr(x, "r"), np.linalg.qr(a, "r"), dtype)
+    h, tau = linalg.qr(x, "raw")
+    hn, taun = np.linalg.qr(a, "raw")
+    close_to_rounding(h, hn, dtype)
+    close_to_rounding(tau, taun, dtype)
     result = linalg.qr(x)
     assert result.Q is result[0] and result.R is result[1]
 
@@ -443,13 +447,19 @@ def test_qr_special_cases(session):
         close_to_rounding(r, rn, np.float64)
     for shape in [(0, 3), (3, 0), (2, 0, 0)]:
         e = np.zeros(shape)
-        for mode in ("reduced", "complete"):
+        for mode in ("reduced", "complete", "raw"):
             q, r = linalg.qr(session.asarray(e), mode)
             qn, rn = np.linalg.qr(e, mode)
             check(q, qn)
             check(r, rn)
-    with pytest.raises(NotImplementedError, match="raw"):
-        linalg.qr(session.asarray(a), "raw")
+    # A stack in raw mode.
+    s3 = rand((2, 3, 2), np.float64, seed=9)
+    for got, want in zip(linalg.qr(session.asarray(s3), "raw"), np.linalg.qr(s3, "raw")):
+        close_to_rounding(got, want, np.float64)
+    h, tau = linalg.qr(session.asarray(a), "raw")
+    hn, taun = np.linalg.qr(a, "raw")
+    close_to_rounding(h, hn, np.float64)
+    close_to_rounding(tau, taun, np.float64)
     with pytest.raises(ValueError, match="Unrecognized mode 'full'"):
         linalg.qr(session.asarray(a), "full")
     with pytest.raises(np.linalg.LinAlgError, match="1-dimensional array given"):

@@ -25,8 +25,7 @@ LAPACK does (ints and bool in float64; float16 is NumPy's ``TypeError``).
 whether a pivot is zero (NumPy's ``LinAlgError``), keeping the result on
 the server.
 
-Not available: ``eig``, ``eigvals`` (non-Hermitian eigenproblems) and
-``qr(mode='raw')``.
+Not available: ``eig``, ``eigvals`` (non-Hermitian eigenproblems).
 """
 
 import collections
@@ -580,14 +579,12 @@ QRResult = collections.namedtuple("QRResult", ["Q", "R"])
 def qr(a, mode="reduced"):
     """numpy.linalg.qr by Householder reflections with LAPACK's (geqrf's)
     conventions, so Q and R are NumPy's to rounding: ``mode`` 'reduced'
-    (Q (..., M, K), R (..., K, N)), 'complete' (Q (..., M, M)) or 'r' (R
-    only); 'raw' (LAPACK's packed form) is NotImplementedError."""
+    (Q (..., M, K), R (..., K, N)), 'complete' (Q (..., M, M)), 'r' (R
+    only) or 'raw' (LAPACK's packed reflectors h (..., N, M) and tau (...,
+    K))."""
     f = _f()
     if mode not in ("reduced", "complete", "r", "raw"):
         raise ValueError(f"Unrecognized mode '{mode}'")
-    if mode == "raw":
-        raise NotImplementedError("gpuflow.linalg.qr: mode='raw' (LAPACK's packed reflectors) "
-                                  "is not supported")
     r = _remote(a)
     _assert_stacked_2d(r)
     dtype = _common_type(r)
@@ -600,8 +597,14 @@ def qr(a, mode="reduced"):
     eye = f.eye(mm, dtype=dtype, session=r.session)
     q = f.broadcast_to(eye, batch + (mm, mm)).copy()
     rows = np.arange(mm)
+    raw = mode == "raw"
+    packed = f.zeros(r.shape, dtype, session=r.session) if raw else None
+    taus = f.zeros(batch + (kk,), dtype, session=r.session) if raw else None
     for k in range(kk):
-        r, q = _steps([r, q], k, "qr")
+        if raw:
+            r, q, packed, taus = _steps([r, q, packed, taus], k, "qr")
+        else:
+            r, q = _steps([r, q], k, "qr")
         col = r[..., :, k]
         alpha = r[..., k, k]
         tail = f.where(rows > k, col, 0)
@@ -624,7 +627,14 @@ def qr(a, mode="reduced"):
         r = r - (t[..., None] * v)[..., :, None] * w[..., None, :]
         qv = f.matmul(q, v[..., :, None])[..., :, 0]
         q = q - (tau[..., None] * qv)[..., :, None] * vh[..., None, :]
-    r = f.where(rows[:, None] > np.arange(nn), 0, r).astype(dtype)
+        if raw:
+            below = (rows[:, None] > k) & (np.arange(nn)[None, :] == k)
+            packed = f.where(below, v[..., :, None], packed)
+            taus = f.where(np.arange(kk) == k, tau[..., None], taus)
+    upper = rows[:, None] <= np.arange(nn)
+    if raw:
+        return f.where(upper, r, packed).astype(dtype).swapaxes(-1, -2), taus
+    r = f.where(upper, r, 0).astype(dtype)
     if mode == "r":
         return r[..., :kk, :]
     if mode == "complete":
