@@ -12,15 +12,17 @@ chains. ``det``, ``slogdet``, ``inv``, ``solve`` (and ``tensorinv``,
 ``tensorsolve``, ``cond``) eliminate with partial pivoting, ``cholesky``
 goes column by column and ``qr`` applies Householder reflections with
 LAPACK's conventions: each a loop of n steps on the client that builds one
-lazy graph of O(n) nodes (stored on the server between graphs every
-``_STEPS_PER_GRAPH`` steps or fewer). ``eigh``/``eigvalsh`` (two-sided) and ``svd``
-(one-sided, Hestenes) are the parallel Jacobi method: each sweep rotates
-every pair of columns once, n / 2 disjoint pairs at a time (a round-robin
-order, n - 1 steps), and one Execute per sweep reads the largest
-off-diagonal ratio to decide whether to go on (about 6 to 12 sweeps);
+lazy graph of O(n) nodes (stored on the server between graphs, at most
+``_STEPS_PER_GRAPH`` steps in one, fewer under a small --max_graph_nodes).
+``eigh``/``eigvalsh`` (two-sided) and ``svd`` (one-sided, Hestenes) are the
+parallel Jacobi method: each sweep rotates every pair of columns once, n / 2
+disjoint pairs at a time (a round-robin order, n - 1 steps), and one
+Execute per sweep reads the largest off-diagonal ratio to decide whether to
+go on (about 6 to 12 sweeps);
 ``pinv``, ``matrix_rank``, ``lstsq``, ``svdvals`` and the 2, -2 and 'nuc'
 matrix norms use ``svd``. Everything computes in the input's precision as
-LAPACK does (ints and bool in float64; float16 is NumPy's ``TypeError``).
+LAPACK does (ints and bool in float64; float16 is NumPy's ``TypeError``,
+except for ``eigh``/``eigvalsh``, which compute it in float32 as CuPy's).
 ``inv``, ``solve`` and ``cholesky`` run one Execute at the call to learn
 whether a pivot is zero (NumPy's ``LinAlgError``), keeping the result on
 the server.
