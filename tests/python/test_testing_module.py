@@ -385,6 +385,12 @@ def test_other_comparisons(session):
     list_equal()
 
 
+def deprecated_raises(**kwargs):
+    # numpy_cupy_raises is deprecated (a DeprecationWarning), as in CuPy.
+    with pytest.warns(DeprecationWarning, match="numpy_cupy_raises is deprecated"):
+        return testing.numpy_cupy_raises(**kwargs)
+
+
 def test_equal_and_raises(session):
     @testing.numpy_cupy_equal()
     def shapes(xp):
@@ -399,19 +405,19 @@ def test_equal_and_raises(session):
     def differ(xp):
         return xp.zeros(4 if xp is gf else 3).shape
 
-    @testing.numpy_cupy_raises()
+    @deprecated_raises()
     def raises(xp):
         xp.zeros(3)[5]
 
-    @testing.numpy_cupy_raises()
+    @deprecated_raises()
     def raises_nothing(xp):
         return xp.zeros(3)
 
-    @testing.numpy_cupy_raises()
+    @deprecated_raises()
     def raise_different(xp):
         raise (IndexError if xp is gf else ValueError)()
 
-    @testing.numpy_cupy_raises(accept_error=ValueError)
+    @deprecated_raises(accept_error=ValueError)
     def reshape(xp):
         xp.zeros((2, 3)).reshape(5)
 

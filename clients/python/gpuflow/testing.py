@@ -679,7 +679,9 @@ def numpy_cupy_equal(name="xp", sp_name=None, scipy_name=None):
 def numpy_cupy_raises(name="xp", sp_name=None, scipy_name=None, accept_error=Exception):
     """Checks that the function raises errors of the same public classes
     (ValueError, TypeError, IndexError, AxisError, LinAlgError, ...) with
-    ``xp=numpy`` and ``xp=gpuflow``."""
+    ``xp=numpy`` and ``xp=gpuflow``. Deprecated, as in CuPy (a
+    DeprecationWarning, which CuPy's own tests expect)."""
+    warnings.warn("numpy_cupy_raises is deprecated.", DeprecationWarning, stacklevel=2)
 
     def decorator(impl):
         @_wraps_partial(impl, *[n for n in (name, sp_name, scipy_name) if n])
