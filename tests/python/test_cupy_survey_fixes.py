@@ -397,6 +397,7 @@ def test_testing_marks_and_numpy_error():
     assert testing.requires("numpy<1.0").args == (True,)
 
 
+@pytest.mark.filterwarnings("ignore:numpy_cupy_raises is deprecated:DeprecationWarning")
 def test_decorated_test_without_xp_still_collects(session):
     import inspect
 
@@ -444,3 +445,49 @@ def test_exceptions_module_is_numpys_classes(session):
     with pytest.raises(gf.exceptions.AxisError):
         gf.sum(session.asarray(np.ones(2)), axis=3)
     assert set(gf.exceptions.__all__) <= set(dir(gf.exceptions))
+
+
+# ---- reshape and ravel in F order ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float32", "complex128", "bool"])
+def test_reshape_and_ravel_in_f_order(session, dtype):
+    x = (np.arange(24) % 5).astype(dtype).reshape(2, 3, 4)
+    r = session.asarray(x)
+    pairs = [(r.reshape(shape, order=o), x.reshape(shape, order=o))
+             for shape in [(4, 3, 2), (6, -1), (24,), (1, 24, 1), (2, 3, 4), (-1,)]
+             for o in ("F", "f", "C")]
+    pairs += [(gf.reshape(r, (3, 8), order="F"), np.reshape(x, (3, 8), order="F")),
+              (gf.ravel(r, "F"), np.ravel(x, "F")), (r.ravel("F"), x.ravel("F")),
+              (r.flatten("F"), x.flatten("F")), (r.T.reshape(4, 6, order="F"),
+                                                 x.T.reshape(4, 6, order="F")),
+              (r[:, ::2].ravel(order="F"), x[:, ::2].ravel(order="F")),
+              (session.asarray(np.zeros((0, 3), dtype)).reshape((3, 0), order="F"),
+               np.zeros((0, 3), dtype).reshape((3, 0), order="F")),
+              (session.asarray(np.array(7, dtype)).reshape(1, 1, order="F"),
+               np.array(7, dtype).reshape(1, 1, order="F"))]
+    check_all(pairs)
+    with pytest.raises(ValueError, match="cannot reshape array of size 24"):
+        r.reshape(5, -1, order="F")
+
+
+def test_layout_orders_of_reshape_and_ravel(session):
+    x = np.arange(6).reshape(2, 3)
+    r = session.asarray(x)
+    for xp, a in ((np, x), (gf, r)):
+        with pytest.raises(ValueError, match="order 'K' is not permitted for reshaping"):
+            a.reshape(3, 2, order="K")
+        with pytest.raises(ValueError, match="order must be one of"):
+            a.reshape(3, 2, order="X")
+        with pytest.raises(ValueError, match="order must be one of"):
+            a.ravel("X")
+        with pytest.raises(TypeError, match="order must be str, not int"):
+            a.reshape(3, 2, order=1)
+    # "A" and "K" follow a memory layout (NumPy's x.T is F-ordered, so
+    # x.T.ravel("K") is [0 1 2 3 4 5]); gpuflow refuses instead of answering
+    # in C order.
+    for call in (lambda: r.reshape(3, 2, order="A"), lambda: r.T.ravel("K"),
+                 lambda: gf.ravel(r, "A"), lambda: r.flatten("K")):
+        with pytest.raises(NotImplementedError, match="memory layout"):
+            call()
+    check_all([(r.ravel(None), x.ravel(None)), (r.T.ravel("C"), x.T.ravel("C"))])

@@ -253,7 +253,7 @@ def _as_remote(a):
 
 
 def reshape(a, newshape, order="C"):
-    """numpy.reshape (C order)."""
+    """numpy.reshape (order "F" as NumPy reads it; see RemoteArray.reshape)."""
     return _as_remote(a).reshape(newshape, order=order)
 
 
@@ -295,7 +295,7 @@ def _axis_tuple(axes, ndim, argname):
 
 def ravel(a, order="C"):
     """numpy.ravel."""
-    return _as_remote(a).reshape(-1, order=order)
+    return _as_remote(a).ravel(order)
 
 
 def squeeze(a, axis=None):

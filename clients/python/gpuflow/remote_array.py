@@ -867,11 +867,19 @@ class RemoteArray(ArrayMembers):
     # -- shape -------------------------------------------------------------------------------
 
     def reshape(self, *shape, order="C"):
-        if order != "C":
-            raise NotImplementedError("gpuflow reshapes in C order only")
+        """numpy.ndarray.reshape. order "F" reads and writes the elements in
+        F order (the values NumPy gives, held C-ordered as every
+        RemoteArray); "A" is refused (see _layout_order)."""
+        order = _layout_order(order, "reshape")
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = tuple(shape[0])
-        return apply("reshape", (self,), {"shape": [operator.index(d) for d in shape]})
+        dims = [operator.index(d) for d in shape]
+        if order == "F" and self.ndim + len(dims) > 2:
+            # F order is C order of the reversed axes: transpose, reshape, transpose.
+            dims = list(_inference.reshape_target(self.shape, dims))
+            flipped = apply("reshape", (self.transpose(),), {"shape": dims[::-1]})
+            return flipped.transpose()
+        return apply("reshape", (self,), {"shape": dims})
 
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
@@ -887,10 +895,11 @@ class RemoteArray(ArrayMembers):
         return self.transpose(perm)
 
     def ravel(self, order="C"):
-        return self.reshape(-1, order=order)
+        """numpy.ndarray.ravel: "C", or "F" (the elements in F order)."""
+        return self.reshape(-1, order=_layout_order(order, "ravel"))
 
     def flatten(self, order="C"):
-        return self.reshape(-1, order=order)
+        return self.reshape(-1, order=_layout_order(order, "ravel"))
 
     def squeeze(self, axis=None):
         return apply("squeeze", (self,), {"axes": axes_attr(_scalar_axis(self, axis))})
@@ -1020,6 +1029,26 @@ for _name, _op in _COMPARISONS.items():
 
 def _clamp64(v):
     return max(_INT64_MIN, min(_INT64_MAX, v))
+
+
+def _layout_order(order, what):
+    """NumPy's check of a reshape/ravel ``order``, which is "C" or "F": "A"
+    and "K" follow the memory layout of the array NumPy or CuPy would hold
+    (a transposed one is F-ordered there), which a RemoteArray does not
+    have, so they are refused rather than answered in C order."""
+    if order is None:
+        return "C"
+    if not isinstance(order, str):
+        raise TypeError(f"order must be str, not {type(order).__name__}")
+    if order.upper() not in ("C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    order = order.upper()
+    if order == "K" and what == "reshape":
+        raise ValueError("order 'K' is not permitted for reshaping")
+    if order in ("A", "K"):
+        raise NotImplementedError(f"{what}(order={order!r}) follows a memory layout, which "
+                                  "gpuflow's arrays do not have: use order 'C' or 'F'")
+    return order
 
 
 def _scalar_axis(a, axis):
