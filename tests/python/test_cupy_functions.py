@@ -118,8 +118,7 @@ def test_splitting_tiling_rolling(session):
     check_all(pairs)
     with pytest.raises(ValueError, match="array split does not result in an equal division"):
         gf.split(a, 4, axis=1)
-    with pytest.raises(NotImplementedError, match="gather"):
-        gf.repeat(a, [1, 2, 3, 4], axis=0)
+    check_all([(gf.repeat(a, [1, 2, 3, 4], axis=0), np.repeat(a_np, [1, 2, 3, 4], axis=0))])
 
 
 def test_triangles_and_diagonals(session):

@@ -169,9 +169,31 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     return tuple(out)
 
 
+def _complex_step(step):
+    return isinstance(step, (complex, np.complexfloating))
+
+
+def _grid_type(values):
+    """np.result_type of grid bounds and steps (NumPy 2's weak Python
+    scalars), RemoteArrays among them by their dtype."""
+    types = []
+    for v in values:
+        if isinstance(v, RemoteArray):
+            types.append(_inference.Type(v._expr.dtype, v.shape))
+        elif isinstance(v, (np.ndarray, np.generic)):
+            types.append(_inference.Type(np.asarray(v).dtype.name, np.shape(v)))
+        else:
+            types.append(_inference.Type.weak_scalar(v))
+    return _inference.promote_types(types)
+
+
 class _Grid:
-    """numpy.mgrid (dense) and numpy.ogrid (open): ``grid[0:5, 0:1:3j]``;
-    a complex step is a number of points, end included."""
+    """numpy.mgrid (dense) and numpy.ogrid (open), NumPy's nd_grid:
+    ``grid[0:5, 0:1:3j]``; a complex step is a number of points, end
+    included. One slice gives a 1-D array, or with array bounds (numpy or
+    RemoteArrays) ``arange(n) * (stop - start) / (n - 1) + start``
+    broadcast as NumPy computes it; several slices take scalar bounds, in
+    the result type of all of them (ints and floats: float64)."""
 
     def __init__(self, sparse):
         self._sparse = sparse
@@ -179,42 +201,61 @@ class _Grid:
     def __getitem__(self, key):
         from gpuflow import functions
 
-        session = session_of(())
         if isinstance(key, slice):
-            start = 0 if key.start is None else key.start
-            step = 1 if key.step is None else key.step
-            if isinstance(step, complex):
-                length = int(abs(step))
-                step = (key.stop - start) / float(length - 1) if length != 1 else abs(step)
-                typ = np.result_type(start, key.stop, step).name
-                return _arange(length, typ, session) * step + start
-            return functions.arange(start, key.stop, step, session=session)
-        sizes, numbers = [], []
+            return self._one(key)
+        key = tuple(key)
+        session = session_of(())
+        if not key:
+            return functions.zeros((0,), "int64", session=session)
+        sizes, numbers = [], [0]
         for k in key:
             start = 0 if k.start is None else k.start
             step = 1 if k.step is None else k.step
-            if isinstance(step, complex):
+            if _complex_step(step):
                 step = abs(step)
                 sizes.append(int(step))
             else:
                 sizes.append(int(math.ceil((k.stop - start) / (step * 1.0))))
             numbers += [start, k.stop, step]
-        typ = np.result_type(*numbers).name
+        if any(s < 0 for s in sizes):
+            raise ValueError("negative dimensions are not allowed")
+        typ = _grid_type(numbers)
         axes = []
         for n, (k, size) in enumerate(zip(key, sizes)):
             start = 0 if k.start is None else k.start
             step = 1 if k.step is None else k.step
-            if isinstance(step, complex):
+            if _complex_step(step):
                 step = int(abs(step))
                 if step != 1:
                     step = (k.stop - start) / float(step - 1)
-            values = (_arange(size, typ, session) * step + start).astype(typ, copy=False)
+            values = _arange(size, typ, session) * step + start
             shape = [1] * len(sizes)
             shape[n] = size
             axes.append(values.reshape(shape))
         if self._sparse:
             return tuple(axes)
-        return functions.stack([functions.broadcast_to(a, sizes) for a in axes])
+        return functions.stack([functions.broadcast_to(a, sizes).astype(typ, copy=False)
+                                for a in axes])
+
+    @staticmethod
+    def _one(key):
+        from gpuflow import functions
+
+        start = 0 if key.start is None else key.start
+        stop, step = key.stop, key.step
+        remote = [v for v in (start, stop) if isinstance(v, RemoteArray)]
+        session = session_of(remote)
+        if not _complex_step(step):
+            return functions.arange(start, stop, step, session=session)
+        step_float = abs(step)
+        length = step = int(step_float)
+        if remote:  # numpy bounds beside a RemoteArray: the RemoteArray's operators
+            start, stop = (asarray(v, session=session) if isinstance(v, np.ndarray) else v
+                           for v in (start, stop))
+        if length != 1:
+            step = (stop - start) / float(length - 1)
+        typ = _grid_type([start, stop, step_float])
+        return _arange(length, typ, session) * step + start
 
 
 mgrid = _Grid(sparse=False)

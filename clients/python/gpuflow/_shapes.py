@@ -239,28 +239,85 @@ def tile(A, reps):  # noqa: N803 - numpy's name
     return tiled.reshape([r * dim for r, dim in zip(reps, shape)])
 
 
-def repeat(a, repeats, axis=None):
-    """numpy.repeat with one count for every element (counts that differ
-    need a gather op gpuflow does not have)."""
-    from gpuflow import functions
+def _host_repeats(repeats):
+    """Host repeats as NumPy converts them (to intp, at most 1-D): a numpy
+    array casts safely; lists, Python and numpy scalars as np.array(x, intp)."""
+    if isinstance(repeats, np.ndarray):
+        if repeats.ndim > 1:
+            raise ValueError("object too deep for desired array")
+        if not np.can_cast(repeats.dtype, np.intp, "safe"):
+            what = "array data" if repeats.ndim else "scalar"
+            raise TypeError(f"Cannot cast {what} from dtype('{repeats.dtype}') to "
+                            f"dtype('{np.dtype(np.intp)}') according to the rule 'safe'")
+        return repeats.astype(np.intp)
+    counts = np.array(repeats, dtype=np.intp)
+    if counts.ndim > 1:
+        raise ValueError("object too deep for desired array")
+    return counts
 
-    a = _remote(a)
-    counts = np.asarray(repeats)
-    if counts.ndim and counts.size and (counts == counts.flat[0]).all():
-        counts = counts.flat[0]
-    if np.ndim(counts) != 0:
-        raise NotImplementedError("gpuflow repeats every element the same number of times; "
-                                  "different counts need a gather op the server does not have")
-    r = operator.index(counts)
-    if r < 0:
-        raise ValueError("repeats may not contain negative values.")
-    if axis is None:
-        a, axis = a.reshape(-1), 0
-    axis = _inference.normalize_axis(axis, a.ndim)
-    spread = a.shape[:axis + 1] + (1,) + a.shape[axis + 1:]
-    target = a.shape[:axis + 1] + (r,) + a.shape[axis + 1:]
-    out = functions.broadcast_to(a.reshape(spread), target)
-    return out.reshape(a.shape[:axis] + (a.shape[axis] * r,) + a.shape[axis + 1:])
+
+def _remote_repeats(repeats):
+    """The int64 counts of a RemoteArray of repeats (NumPy's errors for its
+    dtype and rank); a 0-d or one-element array is fetched (one Execute)
+    and returned as a numpy array."""
+    dtype = repeats._expr.dtype
+    if repeats.ndim > 1:
+        raise ValueError("object too deep for desired array")
+    if not _inference.can_cast(dtype, "int64", "safe"):
+        what = "array data" if repeats.ndim else "scalar"
+        raise TypeError(f"Cannot cast {what} from dtype('{dtype}') to dtype('int64') "
+                        "according to the rule 'safe'")
+    if repeats.size == 1:
+        return np.asarray(repeats.astype("int64").get())
+    return repeats.astype("int64")
+
+
+def repeat(a, repeats, axis=None):
+    """numpy.repeat. One count for all (a scalar, or counts all equal): a
+    reshape and broadcast_to. Counts that differ: a take of the positions
+    ``searchsorted(cumsum(counts), arange(total), side='right')``; counts
+    the client holds give the total at once, a RemoteArray's total (and
+    NumPy's ValueError for a negative count) come from one Execute."""
+    from gpuflow import _gather, _select, _sorting, functions
+
+    remote_counts = isinstance(repeats, RemoteArray)
+    a = _remote(a, repeats.session if remote_counts else None)
+    counts = _remote_repeats(repeats) if remote_counts else _host_repeats(repeats)
+    if a.ndim == 0:
+        a = a.reshape(1)  # NumPy's 0-d array: 1-D whatever the axis
+    elif axis is None:
+        a = a.reshape(-1)
+    axis = 0 if axis is None else _inference.normalize_axis(axis, a.ndim)
+    n = a.shape[axis]
+    if counts.ndim == 1 and counts.shape[0] != 1 and counts.shape[0] != n:
+        raise ValueError("operands could not be broadcast together with shape "
+                         f"({n},) ({counts.shape[0]},)")
+    if isinstance(counts, np.ndarray):
+        if counts.size > 1 and (counts < 0).any():
+            raise ValueError("repeats may not contain negative values.")
+        if counts.size <= 1 or (counts == counts.flat[0]).all():
+            r = int(counts.flat[0]) if counts.size else 0
+            if r < 0:  # one count, as NumPy: the negative length it gives
+                if n:
+                    raise ValueError("negative dimensions are not allowed")
+                r = 0
+            spread = a.shape[:axis + 1] + (1,) + a.shape[axis + 1:]
+            target = a.shape[:axis + 1] + (r,) + a.shape[axis + 1:]
+            out = functions.broadcast_to(a.reshape(spread), target)
+            return out.reshape(a.shape[:axis] + (n * r,) + a.shape[axis + 1:])
+        ends = np.cumsum(counts)
+        total = int(ends[-1])
+    elif n == 0:
+        return a.copy()
+    else:
+        ends = functions.cumsum(counts)
+        total, low = _select.evaluate_keeping([ends[-1], counts.min()], ends)
+        if int(low) < 0:
+            raise ValueError("repeats may not contain negative values.")
+        total = int(total)
+    positions = functions.arange(total, dtype="int64", session=a.session)
+    index = _sorting.searchsorted(ends, positions, side="right")
+    return _gather.take(a, index, axis)
 
 
 def roll(a, shift, axis=None):
