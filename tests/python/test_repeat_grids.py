@@ -190,6 +190,28 @@ def test_grids_of_array_bounds_as_numpy(session, dtype):
     check_all(pairs)
 
 
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
+def test_grids_of_several_slices_with_array_bounds(session, dtype):
+    # CuPy's test_mgrid5/test_ogrid5: arrays in every slice, complex steps.
+    x_np, y_np = np.zeros(10, dtype)[:, None], np.arange(1, 11).astype(dtype)[:, None]
+    v_np = np.linspace(-1, 1, 4).astype(dtype)
+    x, y, v = session.asarray(x_np), session.asarray(y_np), session.asarray(v_np)
+    pairs = []
+    for grid, grid_np in ((gf.mgrid, np.mgrid), (gf.ogrid, np.ogrid)):
+        cases = [(grid[x:y:10j, x:y:10j], grid_np[x_np:y_np:10j, x_np:y_np:10j]),
+                 (grid[x_np:y:10j, x:y_np:10j], grid_np[x_np:y_np:10j, x_np:y_np:10j]),
+                 (grid[x_np:y_np:10j, 0:1:10j], grid_np[x_np:y_np:10j, 0:1:10j]),
+                 (grid[0:3:3j, v:2:4j], grid_np[0:3:3j, v_np:2:4j]),
+                 (grid[0:2, v:v + 1:4j], grid_np[0:2, v_np:v_np + 1:4j])]
+        for ours, theirs in cases:
+            if isinstance(theirs, np.ndarray):
+                pairs.append((ours, theirs))
+            else:
+                assert isinstance(ours, tuple) and len(ours) == len(theirs)
+                pairs += list(zip(ours, theirs))
+    check_all(pairs)
+
+
 def test_grid_errors_as_numpy(session):
     with pytest.raises(ValueError, match="negative dimensions are not allowed"):
         np.mgrid[5:0, 0:2]
@@ -200,3 +222,15 @@ def test_grid_errors_as_numpy(session):
         np.mgrid[np.zeros(3):np.ones(3):4j]
     with pytest.raises(ValueError, match=r"broadcast together with shapes \(4,\) \(3,\)"):
         gf.mgrid[x:1:4j]
+    deep_np = np.zeros((2, 1, 1))
+    message = r"could not broadcast input array from shape \(2,3,4\) into shape \(3,4\)"
+    with pytest.raises(ValueError, match=message):
+        np.mgrid[0:3:3j, deep_np:1:4j]
+    with pytest.raises(ValueError, match=message):
+        gf.mgrid[0:3:3j, session.asarray(deep_np):1:4j]
+    with pytest.raises(ValueError, match=message):
+        gf.mgrid[0:3:3j, deep_np:1:4j]
+    with pytest.raises(ValueError, match=r"broadcast together with shapes \(3,4\) \(5,\)"):
+        np.mgrid[0:3:3j, np.zeros(5):1:4j]
+    with pytest.raises(ValueError, match=r"broadcast together with shapes \(3,4\) \(5,\)"):
+        gf.mgrid[0:3:3j, session.asarray(np.zeros(5)):1:4j]

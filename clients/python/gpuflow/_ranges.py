@@ -169,6 +169,21 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     return tuple(out)
 
 
+def _assign_shape(values, shape):
+    """``values`` broadcast to ``shape`` as NumPy assigns into an array of
+    it (NumPy's ValueError where they do not fit)."""
+    from gpuflow import functions
+
+    try:
+        if len(values.shape) > len(shape):
+            raise ValueError
+        return functions.broadcast_to(values, shape)
+    except ValueError:
+        raise ValueError("could not broadcast input array from shape "
+                         f"{_inference.format_shape(values.shape)} into shape "
+                         f"{_inference.format_shape(shape)}") from None
+
+
 def _complex_step(step):
     return isinstance(step, (complex, np.complexfloating))
 
@@ -187,13 +202,28 @@ def _grid_type(values):
     return _inference.promote_types(types)
 
 
+def _remote_bounds(key):
+    """The slices of ``key`` with numpy array bounds made RemoteArrays where
+    any bound is one (so the arithmetic is the RemoteArray's), and the
+    session: the RemoteArrays' or the current one."""
+    remote = [v for k in key for v in (k.start, k.stop) if isinstance(v, RemoteArray)]
+    session = session_of(remote)
+    if not remote:
+        return key, session
+
+    def bound(v):
+        return asarray(v, session=session) if isinstance(v, np.ndarray) else v
+
+    return [slice(bound(k.start), bound(k.stop), k.step) for k in key], session
+
+
 class _Grid:
     """numpy.mgrid (dense) and numpy.ogrid (open), NumPy's nd_grid:
     ``grid[0:5, 0:1:3j]``; a complex step is a number of points, end
-    included. One slice gives a 1-D array, or with array bounds (numpy or
-    RemoteArrays) ``arange(n) * (stop - start) / (n - 1) + start``
-    broadcast as NumPy computes it; several slices take scalar bounds, in
-    the result type of all of them (ints and floats: float64)."""
+    included, and then the bounds may be arrays (numpy or RemoteArrays):
+    ``arange(n) * ((stop - start) / (n - 1)) + start`` broadcast as NumPy
+    computes it. Several slices are in the result type of all bounds and
+    steps (ints and floats: float64)."""
 
     def __init__(self, sparse):
         self._sparse = sparse
@@ -203,8 +233,7 @@ class _Grid:
 
         if isinstance(key, slice):
             return self._one(key)
-        key = tuple(key)
-        session = session_of(())
+        key, session = _remote_bounds(tuple(key))
         if not key:
             return functions.zeros((0,), "int64", session=session)
         sizes, numbers = [], [0]
@@ -228,14 +257,19 @@ class _Grid:
                 step = int(abs(step))
                 if step != 1:
                     step = (k.stop - start) / float(step - 1)
-            values = _arange(size, typ, session) * step + start
             shape = [1] * len(sizes)
             shape[n] = size
-            axes.append(values.reshape(shape))
+            index = _arange(size, typ, session)
+            if _is_scalar(step) and _is_scalar(start):
+                axes.append((index * step + start).reshape(shape))
+            elif self._sparse:  # NumPy: the values of the 1-D index, then its axis placed
+                values = index * step + start
+                axes.append(values.reshape(shape + list(values.shape[1:])))
+            else:  # NumPy: the values of the index grid, assigned into it
+                axes.append(functions.broadcast_to(index.reshape(shape), sizes) * step + start)
         if self._sparse:
             return tuple(axes)
-        return functions.stack([functions.broadcast_to(a, sizes).astype(typ, copy=False)
-                                for a in axes])
+        return functions.stack([_assign_shape(a, sizes).astype(typ, copy=False) for a in axes])
 
     @staticmethod
     def _one(key):
