@@ -96,6 +96,20 @@ class Server:
         return code
 
 
+@pytest.fixture(autouse=True)
+def _no_session_left_entered():
+    """A test that enters a session (``with`` or ``__enter__``) leaves it: a
+    current session leaking into later tests makes their calls without
+    ``session=`` pass or fail by the order the tests run in."""
+    stack = list(getattr(gpuflow.client._current, "stack", []))
+    yield
+    left = list(getattr(gpuflow.client._current, "stack", []))
+    if left != stack:
+        gpuflow.client._current.stack = stack
+        pytest.fail(f"the test left {len(left) - len(stack)} session(s) entered (current: "
+                    f"{left[-1] if left else None}); leave them (with ... as s:)")
+
+
 @pytest.fixture(scope="session")
 def server():
     srv = Server(

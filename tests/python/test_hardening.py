@@ -61,7 +61,6 @@ def server_with_work(make_server, steps, n, *args):
     srv = make_server("--shutdown_grace=1s", *args)
     client = gpuflow.connect(srv.target)
     session = client.session()
-    session.__enter__()
     session.upload(np.full((n, n), 0.5, np.float64), name="x")
     stub = service_pb2_grpc.GpuFlowStub(grpc.insecure_channel(srv.target))
     return srv, client, stub, matmul_chain(session.id, steps, n)
@@ -151,7 +150,6 @@ def test_closing_the_session_cancels_its_download(make_server):
     stub = service_pb2_grpc.GpuFlowStub(grpc.insecure_channel(srv.target))
     with gpuflow.connect(srv.target) as client:
         session = client.session()
-        session.__enter__()
         session.upload(np.zeros(64 * MiB, np.uint8), name="big")
         close = lambda: stub.CloseSession(service_pb2.CloseSessionRequest(session_id=session.id))
         start = time.monotonic()
