@@ -27,7 +27,7 @@ from gpuflow._ufunc import cast, type_of, ufunc
 from gpuflow.remote_array import (
     RemoteArray,
     apply,
-    asarray,
+    as_remote,
     dtype_name,
     rebind_out,
     session_of,
@@ -40,10 +40,7 @@ def _functions():
     return functions
 
 
-def _remote(x, session=None):
-    if isinstance(x, RemoteArray):
-        return x
-    return asarray(x, session=session_of((), session))
+_remote = as_remote  # an array-like as a RemoteArray (remote_array.as_remote)
 
 
 # ---- cumulative_sum, cumulative_prod (NumPy 2) ---------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 
 from gpuflow import _inference
 from gpuflow._ufunc import type_of
-from gpuflow.remote_array import RemoteArray, asarray, evaluate, session_of
+from gpuflow.remote_array import as_remote, asarray, evaluate, session_of
 
 def _functions():
     from gpuflow import functions
@@ -26,10 +26,7 @@ def _functions():
     return functions
 
 
-def _remote(x, session=None):
-    if isinstance(x, RemoteArray):
-        return x
-    return asarray(x, session=session_of((), session))
+_remote = as_remote  # an array-like as a RemoteArray (remote_array.as_remote)
 
 
 def _product_dtype(a, b):

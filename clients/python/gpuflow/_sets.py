@@ -18,15 +18,12 @@ import warnings
 
 from gpuflow import _inference
 from gpuflow._ufunc import type_of
-from gpuflow.remote_array import RemoteArray, apply, asarray, reduce, session_of
+from gpuflow.remote_array import apply, as_remote, reduce, session_of
 
 _KINDS = (None, "sort", "table")
 
 
-def _remote(x, session=None):
-    if isinstance(x, RemoteArray):
-        return x
-    return asarray(x, session=session_of((), session))
+_remote = as_remote  # an array-like as a RemoteArray (remote_array.as_remote)
 
 
 def _flat_pair(ar1, ar2):

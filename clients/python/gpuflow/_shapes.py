@@ -15,13 +15,10 @@ import operator
 import numpy as np
 
 from gpuflow import _inference
-from gpuflow.remote_array import RemoteArray, asarray, session_of
+from gpuflow.remote_array import RemoteArray, as_remote, session_of
 
 
-def _remote(x, session=None):
-    if isinstance(x, RemoteArray):
-        return x
-    return asarray(x, session=session_of((), session) if session is None else session)
+_remote = as_remote  # an array-like as a RemoteArray (remote_array.as_remote)
 
 
 def _remotes(arrays):

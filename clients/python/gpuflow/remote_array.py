@@ -189,6 +189,12 @@ def session_of(values, session=None):
     return found
 
 
+def as_remote(x, session=None):
+    """``x`` if it is a RemoteArray, else ``asarray(x)`` in ``session`` (or
+    the current session): how the module functions take array-likes."""
+    return x if isinstance(x, RemoteArray) else asarray(x, session=session_of((), session))
+
+
 def _upload_temp(session, host, name):
     session._check_open()
     session._delete_released()
