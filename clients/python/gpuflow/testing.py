@@ -348,6 +348,16 @@ def _call_both(impl, args, kw, name, sp_name, scipy_name):
     return g_result, g_error, n_result, n_error
 
 
+def _results_or_errors(impl, args, kw, name, sp_name, scipy_name, accept_error):
+    """(gpuflow result, numpy result) of impl, or None once the errors
+    either raised were checked against each other (_check_errors)."""
+    g_result, g_error, n_result, n_error = _call_both(impl, args, kw, name, sp_name, scipy_name)
+    if g_error is not None or n_error is not None:
+        _check_errors(g_error, n_error, accept_error=accept_error)
+        return None
+    return g_result, n_result
+
+
 def _gpuflow_kwargs(kw, name, sp_name, scipy_name):
     gkw = dict(kw)
     gkw[name] = gpuflow
@@ -467,11 +477,10 @@ def _make_decorator(check_func, name, type_check, contiguous_check, accept_error
     def decorator(impl):
         @_wraps_partial(impl, *[n for n in (name, sp_name, scipy_name) if n])
         def test_func(*args, **kw):
-            g_result, g_error, n_result, n_error = _call_both(impl, args, kw, name, sp_name,
-                                                              scipy_name)
-            if g_error is not None or n_error is not None:
-                _check_errors(g_error, n_error, accept_error=accept_error)
+            results = _results_or_errors(impl, args, kw, name, sp_name, scipy_name, accept_error)
+            if results is None:
                 return
+            g_result, n_result = results
             if not isinstance(g_result, (tuple, list)):
                 g_result = (g_result,)
             if not isinstance(n_result, (tuple, list)):
@@ -661,11 +670,10 @@ def numpy_cupy_equal(name="xp", sp_name=None, scipy_name=None):
     def decorator(impl):
         @_wraps_partial(impl, *[n for n in (name, sp_name, scipy_name) if n])
         def test_func(*args, **kw):
-            g_result, g_error, n_result, n_error = _call_both(impl, args, kw, name, sp_name,
-                                                              scipy_name)
-            if g_error is not None or n_error is not None:
-                _check_errors(g_error, n_error, accept_error=False)
+            results = _results_or_errors(impl, args, kw, name, sp_name, scipy_name, False)
+            if results is None:
                 return
+            g_result, n_result = results
             g_host = _host(g_result)
             if not _equal(g_host, n_result):
                 raise AssertionError(f"Results are not equal:\ngpuflow: {g_host}\n"
