@@ -10,8 +10,11 @@ reflection per coefficient, then back substitution: backward stable, as
 LAPACK's solvers are), all lazy except for the few values NumPy's logic
 must read: the remainder's leading near-zeros (polydiv), whether complex
 roots pair up (poly) and the rank of the fit (polyfit), one Execute each.
-Not provided: ``roots`` and ``poly`` of a matrix (eigenvalues), and
-``polyfit(full=True)`` (singular values), which no server op computes.
+``roots`` is NumPy's: the eigenvalues (gpuflow.linalg.eigvals) of the
+companion matrix of the coefficients without their leading and trailing
+zeros (read on the client: one Execute for a RemoteArray), and as many
+zeros as there were trailing ones. Not provided: ``poly`` of a matrix
+(eigenvalues), and ``polyfit(full=True)`` (singular values).
 """
 
 import numpy as np
@@ -248,4 +251,44 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     return c, vbase.reshape(order, order, 1) * fac
 
 
-__all__ = ["poly", "polydiv", "polyfit"]
+def roots(p):
+    """numpy.roots: the roots of the polynomial with coefficients ``p``
+    (highest power first), the eigenvalues of its companion matrix (built
+    on the server; NumPy's dtypes: real when every root is real, float32
+    and complex64 stay single, ints become float64); leading zeros are
+    dropped and trailing zeros are roots 0, which reads the coefficients
+    on the client (one Execute for a RemoteArray). Roots come in the
+    eigenvalue solver's order, which need not be NumPy's."""
+    from gpuflow import _poly, linalg
+
+    functions = _functions()
+    if isinstance(p, _poly.poly1d):
+        p = p.coeffs
+    session = session_of((p,))
+    x = _remote(p, session)
+    x = x.reshape(1) if x.ndim == 0 else x
+    if x.ndim != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    host = x.get()
+    nonzero = np.flatnonzero(host)
+    if nonzero.size == 0:
+        return functions.zeros(0, np.float64, session=session)
+    trailing = host.shape[0] - int(nonzero[-1]) - 1
+    x = x[int(nonzero[0]):int(nonzero[-1]) + 1]
+    if np.dtype(x.dtype).kind not in "fc":
+        x = x.astype(np.float64)
+    n = x.shape[0]
+    if n > 1:
+        first = np.arange(n - 1)[:, None] == 0
+        companion = functions.where(first, (-x[1:] / x[0])[None, :],
+                                    functions.eye(n - 1, k=-1, dtype=x.dtype, session=session))
+        found = linalg.eigvals(companion.astype(x.dtype))
+    else:
+        found = functions.zeros(0, np.float64, session=session)
+    if trailing:
+        found = functions.concatenate([found, functions.zeros(trailing, found.dtype,
+                                                              session=session)])
+    return found
+
+
+__all__ = ["poly", "polydiv", "polyfit", "roots"]

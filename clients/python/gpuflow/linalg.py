@@ -27,7 +27,11 @@ except for ``eigh``/``eigvalsh``, which compute it in float32 as CuPy's).
 whether a pivot is zero (NumPy's ``LinAlgError``), keeping the result on
 the server.
 
-Not available: ``eig``, ``eigvals`` (non-Hermitian eigenproblems).
+``eig`` and ``eigvals`` (general square stacks) reduce to Hessenberg form
+by Householder reflections and run single-shift QR iterations in complex
+arithmetic (gpuflow._eig): n - 1 Givens steps per iteration, one Execute
+every n iterations to test convergence, one more for real input (whose
+result dtype, as NumPy's, depends on whether every eigenvalue is real).
 """
 
 import collections
@@ -49,8 +53,11 @@ SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
 _STEPS_PER_GRAPH = 64
 
 # Graph nodes one step adds, measured with margin: elimination, Cholesky,
-# Householder, two-sided and one-sided Jacobi.
-_NODES_PER_STEP = {"eliminate": 40, "cholesky": 25, "qr": 55, "eigh": 110, "svd": 100}
+# Householder, two-sided and one-sided Jacobi, and gpuflow._eig's steps (a
+# Hessenberg reflection, a QR iteration's Givens rotation, a row of the
+# eigenvector back substitution).
+_NODES_PER_STEP = {"eliminate": 40, "cholesky": 25, "qr": 55, "eigh": 110, "svd": 100,
+                   "eig": 70}
 
 
 def _chunk(session, kind):
@@ -1136,8 +1143,86 @@ def tensorsolve(a, b, axes=None):
     return solve(a.reshape(size, size), b.ravel()).reshape(old)
 
 
+# ---- eig, eigvals: Hessenberg reduction and shifted QR (gpuflow._eig) ----------------------
+
+EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
+
+
+def _eig(a, vectors):
+    """(eigenvalues, eigenvectors or None) of the square stack a, with
+    NumPy's dtypes: complex input gives complex results; real input real
+    ones when every eigenvalue of the stack is real, else complex."""
+    from gpuflow import _eig as schur_qr
+
+    f = _f()
+    m, dtype = _square_stack(a)
+    session = m.session
+    n = m.shape[-1]
+    complex_in = dtype.kind == "c"
+    cdt = np.dtype(np.complex64 if dtype in (np.float32, np.complex64) else np.complex128)
+    rdt = np.dtype(_inference.real_dtype(cdt.name))
+    if m.size == 0:
+        out = cdt if complex_in else rdt
+        return (f.zeros(m.shape[:-1], out, session=session),
+                f.zeros(m.shape, out, session=session) if vectors else None)
+    if n == 1:
+        (bad,) = _store([], [~f.isfinite(m).all()])[1]
+        if bool(bad):
+            raise LinAlgError("Array must not contain infs or NaNs")
+        return (m[..., 0].astype(dtype),
+                f.ones(m.shape, dtype, session=session) if vectors else None)
+    t, z = schur_qr.schur(m.astype(cdt), vectors, True)
+    w = f.diagonal(t, 0, -2, -1)
+    v = None
+    if vectors:
+        v = schur_qr.normalize_columns(f.matmul(z, schur_qr.triangular_eigenvectors(t)))
+    if complex_in:
+        return w.astype(cdt), v
+    # Real input: which eigenvalues are real and which pair up is read on
+    # the client (gpuflow._eig), as NumPy's result dtype depends on it.
+    scale = f.sqrt(_sum(_abs2(t), (-2, -1)))
+    stored, (w_host, scale_host) = _store([v] if vectors else [], [w, scale])
+    values, src, conj, real = schur_qr.pair_conjugates(np.asarray(w_host), np.asarray(scale_host),
+                                                       float(np.finfo(rdt).eps))
+    all_real = bool(real.all())
+    w = _remote(values.real.astype(rdt) if all_real else values.astype(cdt), session)
+    if not vectors:
+        return w, None
+    v = f.take_along_axis(stored[0], _remote(src, session)[..., None, :], axis=-1)
+    v = f.where(_remote(conj, session)[..., None, :], v.conj(), v)
+    if all_real:
+        v = v.real
+    else:
+        v = f.where(_remote(real, session)[..., None, :], v.real, v)
+    # Dropping a real eigenvector's rounding-level imaginary part: unit norm again.
+    norm = f.sqrt(_sum(_abs2(v), -2))
+    return w, (v / norm[..., None, :]).astype(rdt if all_real else cdt)
+
+
+def eig(a):
+    """numpy.linalg.eig: the eigenvalues and right eigenvectors (unit
+    columns) of a square stack, as NumPy 2's EigResult namedtuple. Real
+    input gives real arrays when every eigenvalue is real, else complex
+    ones with conjugate pairs side by side (positive imaginary part
+    first), as LAPACK's dgeev; the eigenvalues' order is the Schur form's
+    (not NumPy's: neither sorts) and each eigenvector is NumPy's up to a
+    unit factor. Householder to Hessenberg, then single-shift QR
+    iterations in complex arithmetic, one Execute every n iterations to
+    test convergence, and one more for real input (gpuflow._eig);
+    LinAlgError for infs and NaNs, as NumPy's."""
+    w, v = _eig(a, True)
+    return EigResult(w, v)
+
+
+def eigvals(a):
+    """numpy.linalg.eigvals: :func:`eig`'s eigenvalues alone (no
+    eigenvectors are computed)."""
+    return _eig(a, False)[0]
+
+
 __all__ = [
-    "LinAlgError", "cholesky", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
+    "LinAlgError", "cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
+    "eigvalsh", "inv",
     "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose",
     "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
     "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm",
