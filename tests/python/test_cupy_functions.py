@@ -580,3 +580,52 @@ def test_flips_pads_and_friends(session):
         gf.select([m], [m])
     with pytest.raises(TypeError, match="ufunc 'positive' did not contain a loop"):
         gf.positive(m > 1)
+
+
+# (array, pad_width, keywords): NumPy's argument rules, each value or error.
+_PAD_CASES = [
+    # pad_width not of a signed integer type: TypeError ([] is float64)
+    ((3, 4), [], {}), ((3, 4), (), {}), ((3, 4), [[]], {}), ((3, 4), np.zeros((0, 2)), {}),
+    ((3, 4), 1.5, {}), ((3, 4), [1.0, 2.0], {}), ((3, 4), True, {}), ((3, 4), np.uint8(1), {}),
+    # the shortcuts and broadcasts of _as_pairs, and its ValueErrors
+    ((3, 4), [(1,)], {}), ((3, 4), [[1], [2]], {}), ((3, 4), [[1, 2]], {}),
+    ((3, 4), [[[1, 2]]], {}), ((3, 4), np.array([[1], [2]], np.int8), {}),
+    ((3, 4), ((1, 2), (3, 0)), {}), ((3, 4), ((1, 2), (3, 4), (5, 6)), {}),
+    ((3, 4), -1, {}), ((3, 4), ((1, 2), (3, -1)), {}), ((3, 4), np.zeros((0, 2), int), {}),
+    ((3, 4), 1, {"constant_values": [[1], [2]]}),
+    ((3, 4), 1, {"constant_values": ((1, 2), (3, 4))}),
+    ((3, 4), 1, {"constant_values": ((1, 2), (3, 4), (5, 6))}),
+    # modes and their keywords
+    ((3, 4), 1, {"mode": "foo"}), ((3, 4), 1, {"mode": "edge", "constant_values": 1}),
+    ((3, 4), 1, {"mode": "constant", "reflect_type": "even"}),
+    ((3, 4), 2, {"mode": "reflect", "reflect_type": "even"}),
+    # length-1 axes reflect as their edge; empty arrays
+    ((1, 3), 2, {"mode": "reflect"}), ((1, 3), ((3, 2), (1, 1)), {"mode": "symmetric"}),
+    ((0, 3), ((0, 0), (5, 5)), {"mode": "wrap"}), ((0, 3), 1, {"mode": "edge"}),
+    ((0, 3), 2, {}),
+]
+
+
+@pytest.mark.parametrize("shape,pad_width,kw", _PAD_CASES)
+def test_pad_arguments_as_numpy(session, shape, pad_width, kw):
+    a_np = np.arange(math.prod(shape), dtype=np.int32).reshape(shape)
+    try:
+        expected = np.pad(a_np, pad_width, **kw)
+    except Exception as e:  # noqa: BLE001 - gpuflow must raise the same class
+        with pytest.raises(type(e)):
+            gf.pad(r(session, a_np), pad_width, **kw)
+        return
+    check_all([(gf.pad(r(session, a_np), pad_width, **kw), expected)])
+
+
+def test_pad_modes_numpy_has_and_gpuflow_lacks(session):
+    # 'empty' leaves NumPy's padding uninitialised; gpuflow's is zeros
+    v_np = np.arange(1.0, 6.0)
+    v = r(session, v_np)
+    check_all([(gf.pad(v, (1, 2), mode="empty"), np.pad(v_np, (1, 2)))])
+    with pytest.raises(NotImplementedError, match="gpuflow pads with"):
+        gf.pad(v, 2, mode="mean", stat_length=2)
+    with pytest.raises(NotImplementedError, match="reflect_type"):
+        gf.pad(v, 2, mode="reflect", reflect_type="odd")
+    with pytest.raises(NotImplementedError, match="padding function"):
+        gf.pad(v, 2, mode=lambda vector, width, axis, kw: None)

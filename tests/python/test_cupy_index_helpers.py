@@ -341,7 +341,20 @@ def numpy2_geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 ])
 def test_geomspace_scalars(session, start, stop, kwargs):
     expected = numpy2_geomspace(start, stop, **kwargs)
-    check_all([(gf.geomspace(start, stop, session=session, **kwargs), expected)])
+    got = gf.geomspace(start, stop, session=session, **kwargs)
+    if expected.dtype.kind in "iu":
+        # An integer dtype truncates the float64 sequence: where a value is
+        # within rounding of an integer (2**7 as 127.99999999999997 from
+        # glibc's pow, 128.00000000000003 from the GPU's), either integer.
+        exact = numpy2_geomspace(start, stop, **{**kwargs, "dtype": None})
+        near = np.abs(exact - np.round(exact)) <= 1e-9 * np.abs(exact)
+        value = got.get()
+        assert value.dtype == expected.dtype and value.shape == expected.shape
+        np.testing.assert_array_equal(value[~near], expected[~near])
+        assert (np.abs(value[near].astype(np.int64) - expected[near]) <= 1).all(), (value, expected)
+        assert near.any()  # the case this tolerance is for is in the data
+        return
+    check_all([(got, expected)])
 
 
 def test_geomspace_arrays(session):
@@ -402,7 +415,10 @@ def test_fix_integers_and_errors(session):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int32, np.uint8])
 def test_i0(session, dtype):
-    x_np = np.array([0.0, 0.5, -1.0, 3.25, 7.99, 8.0, 8.01, 10.5, -6.0], dtype)
+    values = [0.0, 0.5, -1.0, 3.25, 7.99, 8.0, 8.01, 10.5, -6.0]
+    if dtype == np.uint8:  # NumPy 2.5 refuses negative values for uint8
+        values = [abs(v) for v in values]
+    x_np = np.array(values, np.float64).astype(dtype)
     if np.dtype(dtype).kind == "f":
         x_np = np.append(x_np, np.array([np.nan], dtype))
     if dtype != np.float16 and dtype != np.uint8:

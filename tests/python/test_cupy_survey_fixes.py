@@ -372,6 +372,16 @@ def test_memory_pool_stand_ins(session):
     assert pinned.free_all_blocks() is None and pinned.n_free_blocks() == 0
 
 
+def test_cuda_module_stand_ins(session):
+    # CuPy's tests branch on the platform: ``from cupy.cuda import runtime``.
+    from gpuflow.cuda import runtime
+
+    assert runtime is gf.cuda.runtime and runtime.is_hip is False
+    assert "cuda" in gf.__all__ and set(gf.cuda.__all__) <= set(dir(gf.cuda))
+    assert isinstance(gf.get_default_memory_pool(), gf.cuda.MemoryPool)
+    assert isinstance(gf.get_default_pinned_memory_pool(), gf.cuda.PinnedMemoryPool)
+
+
 # ---- gpuflow.testing: CuPy's marks ---------------------------------------------------------
 
 

@@ -117,9 +117,11 @@ def test_in1d_is_the_flattened_isin_and_warns(session):
     a, b = _pairs(session, h1, h2)
     with pytest.warns(DeprecationWarning, match="`in1d` is deprecated"):
         got = gf.in1d(a, b, invert=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        want = np.in1d(h1, h2, invert=True)
+    want = np.isin(h1, h2, invert=True).ravel()  # in1d's definition
+    if hasattr(np, "in1d"):  # and NumPy's own in1d where it still has one (gone in 2.4)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            np.testing.assert_array_equal(np.in1d(h1, h2, invert=True), want)
     check_all([(got, want)])
 
 

@@ -477,6 +477,35 @@ def test_unsigned_results_compared_where_the_signed_run_is_non_negative(session)
         at_positive(src=np.int16, dst=np.uint16)
 
 
+@pytest.mark.parametrize("example", [
+    "array([1], uint8) + int64(1)",  # numpy.dtype raises ValueError
+    "uint8(1) + 2",  # TypeError
+    ",",  # SyntaxError
+    "1c",  # NumPy 1.x: a FutureWarning (an error under -W error); NumPy 2: ('S1', (1,))
+])
+def test_string_parameters_that_are_no_dtype_are_left_alone(session, example):
+    # CuPy's nep50 examples pass expressions as string parameters next to
+    # unsigned dtypes; however numpy.dtype refuses one, it names no dtype.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            want = np.dtype(example).type
+        except (TypeError, ValueError, SyntaxError, Warning):
+            want = None
+        assert example == "1c" or want is None
+        assert testing._dtype_type(example) is want
+
+        @testing.numpy_cupy_array_equal()
+        def f(xp, example, dtype):
+            return xp.array(np.array([1, 2], dtype=dtype)) + 1
+
+        f(example=example, dtype=np.uint8)
+    assert testing._dtype_type("u1") is np.uint8
+    assert testing._dtype_type(np.dtype("f4")) is np.float32
+    assert testing._dtype_type(np.int16) is np.int16
+    assert testing._dtype_type(3) is None
+
+
 # ---- dtype and order loops ------------------------------------------------------------------
 
 ALL = [np.float64, np.float32, np.float16, np.int8, np.int16, np.int32, np.int64, np.uint8,
@@ -767,3 +796,63 @@ def test_cupy_style_classes_were_generated():
     names = sorted(n for n in globals() if n.startswith("TestCupyStyleUnittestClass_param_"))
     assert len(names) == 4
     assert isinstance(globals()["TestCupyStyleUnittestClass"], testing._ParameterizedCases)
+
+
+# CuPy's bases for functions with NumPy's names, as its test files use them
+# (tests/cupy_tests/logic_tests/test_type_test.py, binary_tests).
+
+
+class TestIsScalar(testing.NumpyAliasBasicTestBase):
+    func = "isscalar"
+
+
+@testing.parameterize(*testing.product({"args": [(0,), (3,), (-3,), (3, 5), (-3, 5)]}))
+class TestBinaryReprValues(testing.NumpyAliasValuesTestBase):
+    func = "binary_repr"
+
+
+def _alias_results(base, func, monkeypatch=None, replacement=None, args=None):
+    """What unittest makes of a subclass of ``base`` for ``func`` (with
+    gpuflow's function replaced by ``replacement`` when given)."""
+    if replacement is not None:
+        monkeypatch.setattr(gf, func, replacement)
+    case = type("Case", (base,), {"func": func, **({"args": args} if args else {})})
+    result = unittest.TestResult()
+    unittest.defaultTestLoader.loadTestsFromTestCase(case).run(result)
+    return result.testsRun, [t._testMethodName for t, _ in result.failures + result.errors]
+
+
+def test_numpy_alias_bases_check_gpuflows_function(monkeypatch):
+    assert not issubclass(testing.NumpyAliasBasicTestBase, testing.NumpyAliasValuesTestBase)
+    # kept out of a star import, where pytest would collect and run the bases
+    assert not {n for n in testing.__all__ if n.startswith("NumpyAlias")}
+    assert _alias_results(testing.NumpyAliasBasicTestBase, "base_repr") == (2, [])
+    assert _alias_results(testing.NumpyAliasValuesTestBase, "base_repr", args=(10, 3)) == (1, [])
+    # numpy's own function re-exported: its docstring is numpy's object
+    assert _alias_results(testing.NumpyAliasBasicTestBase, "base_repr", monkeypatch,
+                          np.base_repr) == (2, ["test_docstring"])
+
+    def other_signature(number, base=2):
+        """Another signature."""
+        return np.base_repr(number, base)
+
+    assert _alias_results(testing.NumpyAliasBasicTestBase, "base_repr", monkeypatch,
+                          other_signature) == (2, ["test_argspec"])
+
+    def undocumented(number, base=2, padding=0):
+        return "0"
+
+    assert _alias_results(testing.NumpyAliasBasicTestBase, "base_repr", monkeypatch,
+                          undocumented) == (2, ["test_docstring"])
+    assert _alias_results(testing.NumpyAliasValuesTestBase, "base_repr", monkeypatch,
+                          undocumented, args=(10, 3)) == (1, ["test_values"])
+    # without a func, the base's NotImplementedError
+    result = unittest.TestResult()
+    unittest.defaultTestLoader.loadTestsFromTestCase(
+        type("NoFunc", (testing.NumpyAliasBasicTestBase,), {})).run(result)
+    assert len(result.errors) == 2 and "NotImplementedError" in result.errors[0][1]
+
+
+def test_numpy_alias_classes_were_collected():
+    names = [n for n in globals() if n.startswith("TestBinaryReprValues_param_")]
+    assert len(names) == 5

@@ -61,6 +61,7 @@ from gpuflow import fft  # noqa: E402,F401 - gpuflow.fft, CuPy's cupy.fft (docs/
 from gpuflow import linalg  # noqa: E402,F401 - gpuflow.linalg, CuPy's cupy.linalg
 from gpuflow import testing  # noqa: E402,F401 - gpuflow.testing, CuPy's cupy.testing
 from gpuflow import exceptions  # noqa: E402,F401 - gpuflow.exceptions, CuPy's cupy.exceptions
+from gpuflow import cuda  # noqa: E402,F401 - gpuflow.cuda, CuPy's cupy.cuda stand-ins
 from gpuflow.benchmark import BenchmarkResult, benchmark
 from gpuflow.fusion import Fusion, fuse
 from gpuflow._memory_pool import get_default_memory_pool, get_default_pinned_memory_pool
@@ -132,6 +133,7 @@ __all__ = sorted(_function_names + _NUMPY_NAMES + ["issubdtype", "promote_types"
     "bool_",
     "complex128",
     "complex64",
+    "cuda",
     "current_session",
     "evaluate",
     "evaluate_async",

@@ -14,6 +14,7 @@ are in gpuflow._compat_host, poly, polydiv and polyfit in gpuflow._compat_poly.
 """
 
 import collections
+import functools
 import warnings
 
 import numpy as np
@@ -390,12 +391,23 @@ def delete(arr, obj, axis=None):
     return arr.take(np.flatnonzero(keep), axis=axis)
 
 
+@functools.cache
+def _insert_takes_masks():
+    """Whether the running NumPy's insert reads a boolean obj as a mask
+    (NumPy 2) rather than as the ints 0 and 1 (NumPy 1.x, with a
+    FutureWarning): [False, True] inserts one value or two."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.insert(np.zeros(2), np.array([False, True]), 1).shape == (3,)
+
+
 def insert(arr, obj, values, axis=None):
     """numpy.insert: ``values`` (cast to arr's dtype, broadcast as NumPy's
     ``new[..., obj, ...] = values``) placed before the indices ``obj`` (an
     int, a slice or a sequence) along ``axis`` (None: of the flattened
     array): one concatenation of arr and values and one take. A boolean
-    ``obj`` counts as ints with NumPy's FutureWarning."""
+    ``obj`` is what the running NumPy makes of it: a mask (NumPy 2, its
+    flatnonzero) or ints with NumPy 1.x's FutureWarning."""
     functions = _functions()
     arr, axis = _along(arr, axis)
     n = arr.shape[axis]
@@ -404,7 +416,11 @@ def insert(arr, obj, values, axis=None):
         indices = np.arange(*obj.indices(n), dtype=np.intp)
     else:
         indices = np.array(obj)
-        if indices.dtype == bool:
+        if indices.dtype == bool and _insert_takes_masks():
+            if indices.ndim != 1:
+                raise ValueError("boolean array argument obj to insert must be one dimensional")
+            indices = np.flatnonzero(indices)
+        elif indices.dtype == bool:
             warnings.warn("in the future insert will treat boolean arrays and array-likes as a "
                           "boolean index instead of casting it to integer", FutureWarning,
                           stacklevel=2)

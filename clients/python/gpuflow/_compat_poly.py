@@ -13,8 +13,9 @@ roots pair up (poly) and the rank of the fit (polyfit), one Execute each.
 ``roots`` is NumPy's: the eigenvalues (gpuflow.linalg.eigvals) of the
 companion matrix of the coefficients without their leading and trailing
 zeros (read on the client: one Execute for a RemoteArray), and as many
-zeros as there were trailing ones. Not provided: ``poly`` of a matrix
-(eigenvalues), and ``polyfit(full=True)`` (singular values).
+zeros as there were trailing ones; ``poly`` of a square matrix is the
+polynomial of its eigenvalues, as NumPy's. Not provided:
+``polyfit(full=True)`` (singular values).
 """
 
 import numpy as np
@@ -43,19 +44,23 @@ def poly(seq_of_zeros):
     """numpy.poly of a 1-D sequence of roots: the monic polynomial's
     coefficients (float64, or float32/complex for such roots), one
     multiply-add per root; complex roots in conjugate pairs give a real
-    result (one Execute for the check). A square matrix (numpy's
-    characteristic polynomial) needs eigenvalues: NotImplementedError."""
+    result (one Execute for the check). A non-empty square matrix gives its
+    characteristic polynomial, as NumPy's: the polynomial of its eigenvalues
+    (gpuflow.linalg.eigvals, in their dtype)."""
     functions = _functions()
     z = _remote(seq_of_zeros)
     z = z.reshape(1) if z.ndim == 0 else z
     if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0] != 0:
-        raise NotImplementedError("poly of a matrix needs its eigenvalues, which gpuflow does not "
-                                  "compute")
-    if z.ndim != 1:
+        from gpuflow import linalg
+
+        z = linalg.eigvals(z)
+        dt = z._expr.dtype
+    elif z.ndim != 1:
         raise ValueError("input must be 1d or non-empty square 2d array.")
+    else:
+        dt = _MINTYPE.get(z._expr.dtype, "float64")
     if z.shape[0] == 0:
         return 1.0
-    dt = _MINTYPE.get(z._expr.dtype, "float64")
     z = z.astype(dt, copy=False)
     a = functions.ones(1, dt, session=z.session)
     zero = functions.zeros(1, dt, session=z.session)

@@ -257,11 +257,16 @@ def _estimated_bins(a, name, range, weights):
 
     if name not in _ESTIMATORS:
         raise ValueError(f"{name!r} is not a valid estimator for `bins`")
-    if _inference.is_complex(a._expr.dtype):  # NumPy's ceil of a complex width
-        raise _inference._no_loop("ceil")
     if weights is not None:
         raise TypeError("Automated estimation of the number of bins is not supported for "
                         "weighted data")
+    if _inference.is_complex(a._expr.dtype):
+        # NumPy's estimators fail on complex data (its ceil of a complex
+        # width, or NumPy 2's percentile of complex values): the running
+        # NumPy's error for a small complex sample of the same dtype.
+        raise (_inference.numpy_error(np.histogram_bin_edges, np.array([0, 1j], a._expr.dtype),
+                                      bins=name)
+               or _inference._no_loop("ceil"))
     x = a
     if range is not None:
         first_edge, last_edge = _get_outer_edges(a, range)

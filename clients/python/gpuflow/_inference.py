@@ -16,6 +16,7 @@ Pure functions; thread-safe.
 
 import math
 import operator
+import warnings
 
 import numpy as np
 
@@ -350,6 +351,19 @@ NUMPY_NAMES = {
     "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
     "ge": "greater_equal", "round": "rint", "bitwise_not": "invert",
 }
+
+
+def numpy_error(fn, *args, **kwargs):
+    """The exception NumPy itself raises for ``fn(*args, **kwargs)`` on
+    small host values, or None: for errors whose class or text differ
+    between NumPy versions, so that gpuflow raises the running NumPy's."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - whatever NumPy raises is the answer
+        return e
+    return None
 
 
 def _no_loop(op):

@@ -18,6 +18,16 @@ def _apply(op, operands):
     return apply(op, operands)
 
 
+def _imag_set_error(dtype):
+    """What NumPy raises for ``a.imag = 0`` of a real array of ``dtype``
+    (bfloat16 as float32, its nearest NumPy dtype)."""
+    import numpy as np
+
+    host = np.zeros(0, "float32" if dtype == "bfloat16" else dtype)
+    return (_inference.numpy_error(setattr, host, "imag", 0)
+            or TypeError("array does not have imaginary part to set"))
+
+
 def c_strides(shape, dtype):
     if math.prod(shape) == 0:
         return (0,) * len(shape)  # NumPy's strides for an empty array
@@ -78,10 +88,25 @@ def _with_part(array, value, imag):
     else:
         is_complex = isinstance(value, complex) or np.asarray(value).dtype.kind == "c"
     if is_complex:
+        # NumPy 1.x warns and drops the imaginary part; NumPy 2.5 refuses
+        # complex scalars and sequences (float(complex)): what the running
+        # NumPy does with the value itself (a host scalar or sequence, into
+        # a host array of its shape) or, for arrays, with one element of
+        # the value's dtype.
+        if isinstance(value, RemoteArray):
+            target, sample = np.zeros(1, array._expr.dtype), np.zeros(1, value._expr.dtype)
+        elif isinstance(value, np.ndarray):
+            target, sample = np.zeros(1, array._expr.dtype), np.zeros(1, value.dtype)
+        else:
+            target, sample = np.zeros(np.shape(value) or (2,), array._expr.dtype), value
+        error = _inference.numpy_error(setattr, target, "imag" if imag else "real", sample)
+        if error is not None:
+            raise error
         warning = getattr(np, "exceptions", np).ComplexWarning  # moved in NumPy 2
         warnings.warn("Casting complex values to real discards the imaginary part", warning,
                       stacklevel=3)
-        value = value.real
+        value = (value if isinstance(value, (RemoteArray, complex, np.generic))
+                 else np.asarray(value)).real
     part = _apply("imag" if imag else "real", (array,))
     part[...] = value  # NumPy's broadcasting and conversions
     other = _apply("real" if imag else "imag", (array,))
@@ -153,9 +178,10 @@ class ArrayMembers:
     @imag.setter
     def imag(self, value):
         """Rebinds a complex array to ``value`` in its imaginary part; a real
-        array has none (NumPy's TypeError)."""
+        array has none (the running NumPy's TypeError, whose text differs
+        between versions)."""
         if not _inference.is_complex(self._expr.dtype):
-            raise TypeError("array does not have imaginary part to set")
+            raise _imag_set_error(self._expr.dtype)
         self._expr = _with_part(self, value, imag=True)._expr
 
     def conj(self):

@@ -11,8 +11,8 @@ one elementwise step, all lazy. Where NumPy's logic needs the coefficients'
 values, they are read on the client: polymul and poly1d trim leading zeros
 (as ``numpy.poly1d`` does), which downloads coefficient arrays that live on
 the server (one Execute; they are small) and uploads the trimmed ones.
-``polyfit`` and ``roots`` (eigenvalues, least squares) are not provided,
-nor ``poly1d(r=True)`` and ``poly1d.roots``.
+``poly``, ``roots`` and ``polyfit`` (eigenvalues, least squares) are in
+gpuflow._compat_poly; ``poly1d(r=True)`` and ``poly1d.roots`` use them.
 """
 
 import operator
@@ -202,18 +202,21 @@ class poly1d:  # noqa: N801 - NumPy's name
     """numpy.poly1d, thin: coefficients (highest power first, leading zeros
     trimmed, which reads their values once), ``p(x)`` (polyval), ``order``,
     ``+``, ``-``, ``*`` (with poly1d objects, arrays or scalars), unary
-    ``-``, ``deriv`` and ``integ``. ``r=True``, ``roots``, division,
-    ``==`` (identity here) and printing in NumPy's polynomial notation are
-    not provided."""
+    ``-``, ``deriv`` and ``integ``, ``roots`` (gpuflow.roots of the
+    coefficients) and ``r=True`` (the coefficients of gpuflow.poly of the
+    roots). Division, ``==`` (identity here) and printing in NumPy's
+    polynomial notation are not provided."""
 
     def __init__(self, c_or_r, r=False, variable=None):
-        if r:
-            raise NotImplementedError("poly1d(roots, r=True) is not supported (numpy.poly)")
         if isinstance(c_or_r, poly1d):
             self._coeffs = c_or_r.coeffs
             self._variable = c_or_r.variable if variable is None else variable
             return
         session = _session(c_or_r)
+        if r:
+            from gpuflow import _compat_poly
+
+            c_or_r = _compat_poly.poly(_remote(c_or_r, session))  # poly([]) is 1.0
         self._coeffs = _trimmed(c_or_r, session)
         self._variable = "x" if variable is None else variable
 
@@ -236,7 +239,11 @@ class poly1d:  # noqa: N801 - NumPy's name
 
     @property
     def roots(self):
-        raise NotImplementedError("poly1d.roots needs eigenvalues: not supported")
+        """numpy.poly1d.roots: gpuflow.roots of the coefficients (the
+        eigenvalues of the companion matrix)."""
+        from gpuflow import _compat_poly
+
+        return _compat_poly.roots(self._coeffs)
 
     r = roots
 

@@ -249,7 +249,11 @@ def _host_repeats(repeats):
         return repeats.astype(np.intp)
     counts = np.array(repeats, dtype=np.intp)
     if counts.ndim > 1:
-        raise ValueError("object too deep for desired array")
+        # NumPy's words for a nested sequence differ by version ("object too
+        # deep for desired array"; NumPy 2.5: "setting an array element with a
+        # sequence ..."): the running NumPy's error for these counts.
+        raise (_inference.numpy_error(np.repeat, np.zeros(1), repeats)
+               or ValueError("object too deep for desired array"))
     return counts
 
 
@@ -485,45 +489,79 @@ def rot90(m, k=1, axes=(0, 1)):
     return functions.flip(m.transpose(perm), axes[1])
 
 
-def _pairs(value, ndim, what):
-    v = np.asarray(value)
-    if v.ndim == 0:
-        v = np.broadcast_to(v, (ndim, 2))
-    elif v.shape in ((1,), (2,)):
-        v = np.broadcast_to(v, (ndim, 2))
-    elif v.shape == (1, 2) or v.shape == (ndim, 2) or v.shape == (ndim, 1):
-        v = np.broadcast_to(v, (ndim, 2))
-    else:
-        raise ValueError(f"operands could not be broadcast together with remapped shapes "
-                         f"[original->remapped]: {v.shape} and requested shape ({ndim},2)")
-    if what == "pad_width" and (v < 0).any():
+def _pairs(value, ndim, as_index=False):
+    """numpy.pad's ``_as_pairs``: ``value`` broadcast to ``ndim`` (before,
+    after) pairs, NumPy's shortcuts and errors included (one value for all,
+    one pair for all, ``[[1], [2]]`` one value per axis)."""
+    v = np.array(value)
+    if as_index:
+        v = np.round(v).astype(np.intp, copy=False)
+    if v.ndim < 3 and (v.size == 1 or (v.size == 2 and v.shape != (2, 1))):
+        v = v.ravel()
+        if as_index and (v < 0).any():
+            raise ValueError("index can't contain negative values")
+        return [[v[0].item(), v[-1].item()]] * ndim
+    if as_index and v.min() < 0:
         raise ValueError("index can't contain negative values")
-    return v.tolist()
+    return np.broadcast_to(v, (ndim, 2)).tolist()
+
+
+# numpy.pad's modes and the keywords each takes.
+_PAD_KWARGS = {
+    "empty": (), "edge": (), "wrap": (), "constant": ("constant_values",),
+    "linear_ramp": ("end_values",), "maximum": ("stat_length",), "mean": ("stat_length",),
+    "median": ("stat_length",), "minimum": ("stat_length",), "reflect": ("reflect_type",),
+    "symmetric": ("reflect_type",),
+}
 
 
 def pad(array, pad_width, mode="constant", **kwargs):
-    """numpy.pad for the modes 'constant' (constant_values), 'edge',
-    'wrap', 'reflect' and 'symmetric' (pads up to the axis length), with
-    slices and one concatenate per padded axis."""
+    """numpy.pad for the modes 'constant' (constant_values), 'empty'
+    (zeros), 'edge', 'wrap', 'reflect' and 'symmetric' (pads up to the axis
+    length; the 'even' reflect_type), with slices and one concatenate per padded axis.
+    ``pad_width`` and the keywords are checked as NumPy checks them: a
+    pad_width not of a signed integer type (``[]`` is float64) raises
+    TypeError, a mode NumPy does not know ValueError; NumPy's other modes
+    (and a callable mode) raise NotImplementedError."""
     from gpuflow import functions
 
     a = _remote(array)
-    widths = _pairs(pad_width, a.ndim, "pad_width")
-    values = _pairs(kwargs.pop("constant_values", 0), a.ndim, "constant_values") \
-        if mode == "constant" else None
-    if kwargs:
-        raise ValueError(f"unsupported keyword arguments for mode '{mode}': {set(kwargs)}")
-    if mode not in ("constant", "edge", "wrap", "reflect", "symmetric"):
-        raise NotImplementedError(f"gpuflow pads with 'constant', 'edge', 'wrap', 'reflect' and "
-                                  f"'symmetric', not {mode!r}")
+    if np.asarray(pad_width).dtype.kind != "i":
+        raise TypeError("`pad_width` must be of integral type.")
+    widths = _pairs(pad_width, a.ndim, as_index=True)
+    if callable(mode):
+        raise NotImplementedError("gpuflow.pad takes no padding function (mode=callable)")
+    try:
+        unsupported = set(kwargs) - set(_PAD_KWARGS[mode])
+    except (KeyError, TypeError):
+        raise ValueError(f"mode '{mode}' is not supported") from None
+    if unsupported:
+        raise ValueError(f"unsupported keyword arguments for mode '{mode}': {unsupported}")
+    if mode not in ("constant", "empty", "edge", "wrap", "reflect", "symmetric"):
+        raise NotImplementedError(f"gpuflow pads with 'constant', 'empty', 'edge', 'wrap', "
+                                  f"'reflect' and 'symmetric', not {mode!r}")
+    if kwargs.get("reflect_type", "even") != "even":
+        raise NotImplementedError(f"gpuflow pads with reflect_type 'even', not "
+                                  f"{kwargs['reflect_type']!r}")
+    if mode == "empty":  # gpuflow's "uninitialised" is zeros, as in gpuflow.empty
+        mode = "constant"
+    values = _pairs(kwargs.get("constant_values", 0), a.ndim) if mode == "constant" else None
+    if mode != "constant" and a.size == 0:
+        # NumPy's rule: only 'constant' and 'empty' extend an empty axis;
+        # the result of any other padding has no elements.
+        for axis, pair in enumerate(widths):
+            if a.shape[axis] == 0 and any(pair):
+                raise ValueError(f"can't extend empty axis {axis} using modes other than "
+                                 "'constant' or 'empty'")
+        return functions.zeros([n + sum(pair) for n, pair in zip(a.shape, widths)], a.dtype,
+                               session=a.session)
     for axis, (before, after) in enumerate(widths):
         if not before and not after:
             continue
         n = a.shape[axis]
-        if mode != "constant" and n == 0:
-            raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' "
-                             "or 'empty'")
-        limit = {"reflect": n - 1, "edge": None, "constant": None}.get(mode, n)
+        # A length-1 axis reflects as its edge (NumPy's legacy rule).
+        axis_mode = "edge" if mode in ("reflect", "symmetric") and n == 1 else mode
+        limit = {"reflect": n - 1, "edge": None, "constant": None}.get(axis_mode, n)
         if limit is not None and max(before, after) > limit:
             raise NotImplementedError(f"gpuflow pads with mode {mode!r} up to {limit} elements "
                                       f"on axis {axis}")
@@ -533,7 +571,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
             full[axis] = key
             return a[tuple(full)]
 
-        def block(width, side, axis=axis, n=n):
+        def block(width, side, axis=axis, n=n, mode=axis_mode):
             if mode == "constant":
                 shape = list(a.shape)
                 shape[axis] = width
