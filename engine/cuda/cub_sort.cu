@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
@@ -291,6 +292,69 @@ __global__ void RowOffsets(int64_t* offsets, int64_t length, int64_t rows) {
   }
 }
 
+// ---- rows that fit one block ------------------------------------------------
+// Contiguous rows of up to kBlockRowsMax elements sort in one kernel, a
+// block per row: (key, index) pairs in registers through CUB's stable
+// BlockRadixSort (the row read once; padding sorts last as the largest key,
+// after any NaN by its position), then argsort writes the indices and sort
+// the elements they name (their own bits: zero signs and NaN payloads
+// kept), read again from the row just read.
+constexpr int64_t kBlockRowsMax = 4096;
+
+template <typename K, int kThreads, int kItems>
+__global__ void __launch_bounds__(kThreads)
+    SortRowsInBlock(const K* in, void* out, bool indices, SortKeyKind kind, int length,
+                    int64_t rows) {
+  using Sort = cub::BlockRadixSort<K, kThreads, kItems, uint32_t>;
+  __shared__ typename Sort::TempStorage temp;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const K* r = in + row * length;
+    K keys[kItems];
+    uint32_t index[kItems];
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      const int j = static_cast<int>(threadIdx.x) * kItems + i;
+      index[i] = static_cast<uint32_t>(j);
+      keys[i] = j < length ? OrderedSortKey<K>(r[j], kind) : static_cast<K>(~K{0});
+    }
+    Sort(temp).SortBlockedToStriped(keys, index, 0, static_cast<int>(8 * sizeof(K)));
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      const int t = i * kThreads + static_cast<int>(threadIdx.x);
+      if (t < length) {
+        if (indices) {
+          static_cast<int64_t*>(out)[row * length + t] = static_cast<int64_t>(index[i]);
+        } else {
+          static_cast<K*>(out)[row * length + t] = r[index[i]];
+        }
+      }
+    }
+    __syncthreads();  // `temp` again for the next row
+  }
+}
+
+template <typename K, int kThreads, int kItems>
+DeviceSortCall LaunchRowsInBlock(const DeviceSortArgs& a, cudaStream_t stream) {
+  const int64_t rows = a.outer;
+  const int grid = static_cast<int>(rows < (int64_t{1} << 30) ? rows : (int64_t{1} << 30));
+  SortRowsInBlock<K, kThreads, kItems><<<grid, kThreads, 0, stream>>>(
+      static_cast<const K*>(a.in), a.out, a.indices, a.kind, static_cast<int>(a.length), rows);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return {e, "SortRowsInBlock<<<>>>"};
+  return {};
+}
+
+template <typename K>
+DeviceSortCall SortRowsInBlocks(const DeviceSortArgs& a, cudaStream_t stream) {
+  if (a.length <= 512) return LaunchRowsInBlock<K, 128, 4>(a, stream);
+  if (a.length <= 1024) return LaunchRowsInBlock<K, 256, 4>(a, stream);
+  if (a.length <= 2048) return LaunchRowsInBlock<K, 256, 8>(a, stream);
+  return LaunchRowsInBlock<K, 512, 8>(a, stream);
+}
+
+bool RowsFitBlocks(const DeviceSortArgs& a) {
+  return a.inner == 1 && a.length >= 1 && a.length <= kBlockRowsMax && a.outer >= 1;
+}
+
 size_t Aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 struct Layout {
@@ -382,6 +446,13 @@ DeviceSortCall FixUp(const DeviceSortArgs& a, const Layout& l, const K* in, int6
 template <typename K>
 DeviceSortCall Run(const DeviceSortArgs& a, void* scratch, size_t scratch_bytes,
                    cudaStream_t stream, size_t* bytes_out) {
+  if (RowsFitBlocks(a)) {
+    if (bytes_out != nullptr) {
+      *bytes_out = 256;
+      return {};
+    }
+    return SortRowsInBlocks<K>(a, stream);
+  }
   const Layout l = LayoutOf<K>(a);
   char* base = static_cast<char*>(scratch);
   K* keys_in = reinterpret_cast<K*>(base);

@@ -1,5 +1,6 @@
-// sort and argsort on the device with CUB's device-wide radix sort (one
-// row) and segmented sort (many rows), compiled ahead of time by nvcc
+// sort and argsort on the device with CUB's block radix sort (contiguous
+// rows of up to 4096 elements, a block per row), device-wide radix sort (one
+// longer row) and segmented sort (many), compiled ahead of time by nvcc
 // (cub_sort.cu): the host-side dispatch templates of CUB cannot be
 // generated and compiled by NVRTC like the other kernels.
 //

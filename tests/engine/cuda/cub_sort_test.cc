@@ -140,8 +140,23 @@ TEST(CubSortTest, MatchesTheHostKernelsByteForByte) {
     std::vector<int64_t> dims;
     std::optional<int64_t> axis;
   };
-  const std::vector<Case> cases = {{{100003}, std::nullopt}, {{37, 129}, 1}, {{37, 129}, 0},
-                                   {{3, 50, 7}, 1},          {{1, 1}, 0},    {{4096, 3}, 1}};
+  // Contiguous rows of up to 4096 sort a row per block (each block shape
+  // and its edges: 512, 1024, 2048, 4096 elements); longer rows and other
+  // axes take CUB's segmented or device-wide sorts.
+  const std::vector<Case> cases = {{{100003}, std::nullopt},
+                                   {{37, 129}, 1},
+                                   {{37, 129}, 0},
+                                   {{3, 50, 7}, 1},
+                                   {{1, 1}, 0},
+                                   {{4096, 3}, 1},
+                                   {{5, 512}, 1},
+                                   {{3, 513}, 1},
+                                   {{2, 1024}, 1},
+                                   {{2, 1500}, 1},
+                                   {{2, 2048}, 1},
+                                   {{3, 4096}, 1},
+                                   {{2, 4097}, 1},
+                                   {{4096}, std::nullopt}};
   for (DType d : {DType::kBool, DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64,
                   DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64, DType::kFloat16,
                   DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
