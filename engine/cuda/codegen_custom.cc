@@ -17,6 +17,7 @@ namespace gpuflow::cuda {
 namespace {
 
 using internal::BroadcastStrides;
+using internal::PassedByValue;
 
 // What generated code offers the user's code besides the parameters: `i`
 // (the element index), `_ind.size()` (the loop size) and raw arrays with
@@ -82,9 +83,19 @@ std::string InputPointer(size_t a, DType dtype, int word) {
                       "*)p.w[", word, "];\n");
 }
 
-// The parts common to both forms: placeholder typedefs, the preamble.
+// Parameter `name` (C type `ctype`) from the one element of a 0-d input
+// passed by pointer in word `word` (a complex128 literal, a 0-d array),
+// read once before the loop.
+std::string ZeroDimParam(size_t a, const char* ctype, const std::string& name, DType dtype,
+                         int word) {
+  return absl::StrCat(InputPointer(a, dtype, word), "  const ", ctype, " ", name, " = gf::cv<",
+                      ctype, ">(_gf_in", a, "[0]);\n");
+}
+
+// The parts common to both forms (the device library comes with
+// CustomKernelSource): placeholder typedefs, the preamble.
 std::string Prologue(const KernelSignature& sig, const std::string& preamble) {
-  std::string src = absl::StrCat(kDeviceLibrary, kCustomHeader);
+  std::string src = kCustomHeader;
   for (const auto& [name, dtype] : sig.placeholders) {
     absl::StrAppend(&src, "typedef ", KernelCTypeName(dtype), " ", name, ";\n");
   }
@@ -96,8 +107,11 @@ std::string Prologue(const KernelSignature& sig, const std::string& preamble) {
 struct ArgPlan {
   bool raw = false;
   bool by_value = false;   // a 0-d literal passed in its word
+  bool zero_dim = false;   // a 0-d input passed by pointer, read once
   bool broadcast = false;  // a pointer input read through strides
   int word = -1;
+  // Read before the loop, not per element.
+  bool once() const { return raw || by_value || zero_dim; }
 };
 
 absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& graph, int n,
@@ -130,7 +144,7 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
                       p.name, "(p.w[", plan.word, "], &p.w[", plan.word + 1, "]);\n");
       continue;
     }
-    if (ref.kind == ValueRef::Kind::kLiteral && type.shape.rank() == 0) {
+    if (PassedByValue(ref, type)) {
       plan.by_value = true;
       plan.word = push(LiteralWord(graph.literals[ref.index]));
       k.input_slots.push_back(-1);
@@ -140,6 +154,11 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
     }
     plan.word = push(0);
     k.input_slots.push_back(plan.word);
+    if (type.shape.rank() == 0) {
+      plan.zero_dim = true;
+      absl::StrAppend(&decls, ZeroDimParam(a, ctype, p.name, type.dtype, plan.word));
+      continue;
+    }
     plan.broadcast = !(type.shape == loop);
     absl::StrAppend(&decls, InputPointer(a, type.dtype, plan.word));
     if (plan.broadcast) strided.push_back(static_cast<int>(a));
@@ -194,9 +213,7 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
   // Vector loads and stores when every pointer operand is read at i.
   int64_t widest = 1;
   for (size_t a = 0; a < n_in; ++a) {
-    if (!args[a].raw && !args[a].by_value) {
-      widest = std::max<int64_t>(widest, ItemSize(node.input_types[a].dtype));
-    }
+    if (!args[a].once()) widest = std::max<int64_t>(widest, ItemSize(node.input_types[a].dtype));
   }
   for (size_t o = 0; o < n_out; ++o) {
     if (!sig.out[o].raw) widest = std::max<int64_t>(widest, ItemSize(sig.out_dtypes[o]));
@@ -212,7 +229,7 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
                   const std::function<std::string(size_t, const std::string&)>& store) {
     std::string b;
     for (size_t a = 0; a < n_in; ++a) {
-      if (args[a].raw || args[a].by_value) continue;
+      if (args[a].once()) continue;
       const char* ctype = KernelCTypeName(sig.in_dtypes[a]);
       absl::StrAppend(&b, "      const ", ctype, " ", sig.in[a].name, " = gf::cv<", ctype, ">(",
                       value(a), ");\n");
@@ -258,7 +275,7 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
     absl::StrAppend(&src, "  const long long _gf_nv = _ind.size() / ", e, ";\n",
                     "  for (long long _gf_j = _gf_tid; _gf_j < _gf_nv; _gf_j += _gf_nthreads) {\n");
     for (size_t a = 0; a < n_in; ++a) {
-      if (args[a].raw || args[a].by_value) continue;
+      if (args[a].once()) continue;
       const char* t = StorageTypeName(node.input_types[a].dtype);
       absl::StrAppend(&src, "    const gf::vec<", t, ", ", e, "> _gf_va", a, " = ((const gf::vec<",
                       t, ", ", e, ">*)_gf_in", a, ")[_gf_j];\n");
@@ -306,7 +323,7 @@ absl::StatusOr<CustomKernel> GenerateElementwiseCustom(const ValidatedGraph& gra
   }
   absl::StrAppend(&src, body(scalar_value, scalar_given, scalar_store), "  }\n  {\n",
                   Attr(node, "after_loop"), "\n;\n  }\n}\n");
-  k.source = std::move(src);
+  k.source = CustomKernelSource(src);
   return k;
 }
 
@@ -358,7 +375,7 @@ absl::StatusOr<CustomKernel> GenerateReductionCustom(const ValidatedGraph& graph
     const ValueRef& ref = node.inputs[a];
     const ValueType& type = node.input_types[a];
     const char* ctype = KernelCTypeName(sig.in_dtypes[a]);
-    if (ref.kind == ValueRef::Kind::kLiteral && type.shape.rank() == 0) {
+    if (PassedByValue(ref, type)) {
       const int w = push(LiteralWord(graph.literals[ref.index]));
       k.input_slots.push_back(-1);
       k.literal_words.emplace_back(static_cast<int>(a), w);
@@ -367,6 +384,10 @@ absl::StatusOr<CustomKernel> GenerateReductionCustom(const ValidatedGraph& graph
     }
     const int w = push(0);
     k.input_slots.push_back(w);
+    if (type.shape.rank() == 0) {
+      absl::StrAppend(&decls, ZeroDimParam(a, ctype, sig.in[a].name, type.dtype, w));
+      continue;
+    }
     absl::StrAppend(&decls, InputPointer(a, type.dtype, w));
     pointers.push_back(static_cast<int>(a));
     contiguous = contiguous && type.shape == full;
@@ -501,7 +522,7 @@ absl::StatusOr<CustomKernel> GenerateReductionCustom(const ValidatedGraph& graph
       "    for (long long _gf_s = 0; _gf_s < _gf_splits; ++_gf_s) {\n",
       "      _gf_acc = _gf_op(_gf_acc, _gf_scratch[_gf_o * _gf_splits + _gf_s]);\n    }\n",
       "    {\n", post, "    }\n  }\n}\n");
-  k.source = std::move(src);
+  k.source = CustomKernelSource(src);
   return k;
 }
 

@@ -22,11 +22,20 @@ namespace gf {
 
 // Aligned to its size, as cuda::std::complex, so that a complex128 loads
 // in one 16-byte access (device buffers are 256-byte aligned).
+// Its interface is also thrust::complex's (value_type, real(), imag(), the
+// other precision's values), which CuPy's kernels use
+// (kDeviceCupyComplexLibrary adds the free functions).
 template <class T> struct alignas(2 * sizeof(T)) complex {
   typedef T part;
+  typedef T value_type;
   T re, im;
   complex() = default;
   __device__ __forceinline__ complex(T r, T i = (T)0) : re(r), im(i) {}
+  template <class U> __device__ __forceinline__ complex(const complex<U>& z) : re((T)z.re), im((T)z.im) {}
+  __device__ __forceinline__ T real() const { return re; }
+  __device__ __forceinline__ T imag() const { return im; }
+  __device__ __forceinline__ void real(T v) { re = v; }
+  __device__ __forceinline__ void imag(T v) { im = v; }
 };
 typedef complex<float> c64;
 typedef complex<double> c128;

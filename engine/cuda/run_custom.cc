@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/codegen.h"
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/device_library.h"
 #include "engine/cuda/launch_log.h"
 #include "engine/cuda/step_runner.h"
 
@@ -39,7 +40,7 @@ absl::StatusOr<std::shared_ptr<const CustomKernel>> Generate(StepCompileContext&
 // against (and fitted to) the kernel's parameter list.
 absl::Status RunRawKernel(StepRunContext& ctx) {
   const ValidatedNode& node = ctx.root();
-  const std::string& source = std::get<std::string>(node.attrs.at("code"));
+  const std::string source = RawKernelSource(std::get<std::string>(node.attrs.at("code")));
   const std::string& name = std::get<std::string>(node.attrs.at("name"));
   const auto& options = std::get<std::vector<std::string>>(node.attrs.at("options"));
   const int64_t output = std::get<int64_t>(node.attrs.at("output"));
@@ -76,8 +77,13 @@ absl::Status RunRawKernel(StepRunContext& ctx) {
     for (int64_t w : std::get<std::vector<int64_t>>(it->second)) written[w] = true;
   }
   std::vector<std::unique_ptr<CudaBuffer>> scratch;  // freed in stream order, after the launch
-  // One 8-byte slot per argument: a device address or a scalar's bytes.
-  std::vector<uint64_t> values(n, 0);
+  // One slot per argument: a device address or a scalar's bytes (up to a
+  // complex128's 16, aligned as CUDA aligns it).
+  struct alignas(16) Slot {
+    unsigned char bytes[16] = {};
+  };
+  std::vector<Slot> values(n);
+  std::vector<uint64_t> first_words(n, 0);  // each slot's first 8 bytes, for the launch log
   std::vector<void*> args(n, nullptr);
   for (size_t i = 0; i < n; ++i) {
     const ValueRef& ref = node.inputs[i];
@@ -87,10 +93,10 @@ absl::Status RunRawKernel(StepRunContext& ctx) {
     if (by_value) {
       const LiteralArray& literal = ctx.graph.literals[ref.index];
       const size_t size = literal.bytes.size();
-      values[i] = LiteralWord(literal);
+      std::memcpy(values[i].bytes, literal.bytes.data(), std::min(size, sizeof(Slot)));
       if (know_params && param_sizes[i] != size) {
         // A Python scalar fits the parameter it is passed to (CuPy would
-        // pass its 8 bytes regardless); a typed scalar must match.
+        // pass its bytes regardless); a typed scalar must match.
         if (!type.weak || param_sizes[i] > 8) {
           return absl::InvalidArgumentError(absl::StrCat(
               "argument ", i, " of kernel '", name, "' is a ", DTypeName(type.dtype), " scalar (",
@@ -98,23 +104,33 @@ absl::Status RunRawKernel(StepRunContext& ctx) {
         }
         if (type.dtype == DType::kFloat64 && param_sizes[i] == 4) {
           double d = 0;
-          std::memcpy(&d, &values[i], sizeof(d));
+          std::memcpy(&d, values[i].bytes, sizeof(d));
           const float f = static_cast<float>(d);
-          values[i] = 0;
-          std::memcpy(&values[i], &f, sizeof(f));
+          values[i] = Slot{};
+          std::memcpy(values[i].bytes, &f, sizeof(f));
+        } else if (type.dtype == DType::kComplex128 && param_sizes[i] == 8) {
+          // A Python complex for a complex<float> parameter.
+          double parts[2] = {0, 0};
+          std::memcpy(parts, values[i].bytes, sizeof(parts));
+          const float f[2] = {static_cast<float>(parts[0]), static_cast<float>(parts[1])};
+          values[i] = Slot{};
+          std::memcpy(values[i].bytes, f, sizeof(f));
         } else if (type.dtype == DType::kInt64 || type.dtype == DType::kUInt64) {
+          uint64_t w = 0;
+          std::memcpy(&w, values[i].bytes, sizeof(w));
           const int bits = static_cast<int>(param_sizes[i] * 8);
-          const int64_t v = static_cast<int64_t>(values[i]);
+          const int64_t v = static_cast<int64_t>(w);
           const bool fits =
               bits >= 64 || (type.dtype == DType::kInt64
                                  ? (v >= -(int64_t{1} << (bits - 1)) && v < (int64_t{1} << bits))
-                                 : values[i] < (uint64_t{1} << bits));
+                                 : w < (uint64_t{1} << bits));
           if (!fits) {
             return absl::InvalidArgumentError(absl::StrCat("argument ", i, " of kernel '", name,
                                                            "' (", v, ") does not fit its ",
                                                            param_sizes[i], "-byte parameter"));
           }
-          if (bits < 64) values[i] &= (uint64_t{1} << bits) - 1;
+          if (bits < 64) w &= (uint64_t{1} << bits) - 1;
+          std::memcpy(values[i].bytes, &w, sizeof(w));
         }
       }
     } else {
@@ -151,9 +167,10 @@ absl::Status RunRawKernel(StepRunContext& ctx) {
             absl::StrCat("argument ", i, " of kernel '", name, "' is an array (a pointer) but ",
                          "the parameter takes ", param_sizes[i], " bytes"));
       }
-      values[i] = reinterpret_cast<uint64_t>(p);
+      std::memcpy(values[i].bytes, &p, sizeof(p));
     }
-    args[i] = &values[i];
+    std::memcpy(&first_words[i], values[i].bytes, sizeof(uint64_t));
+    args[i] = values[i].bytes;
   }
   const auto& grid = std::get<std::vector<int64_t>>(node.attrs.at("grid"));
   const auto& block = std::get<std::vector<int64_t>>(node.attrs.at("block"));
@@ -171,7 +188,7 @@ absl::Status RunRawKernel(StepRunContext& ctx) {
     GPUFLOW_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
         func, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_mem)));
   }
-  launch_log::Kernel(func, dim(grid), dim(block), static_cast<size_t>(shared_mem), values);
+  launch_log::Kernel(func, dim(grid), dim(block), static_cast<size_t>(shared_mem), first_words);
   const cudaError_t e = cudaLaunchKernel(func, dim(grid), dim(block), args.data(),
                                          static_cast<size_t>(shared_mem), ctx.stream.get());
   if (e == cudaErrorInvalidConfiguration || e == cudaErrorInvalidValue ||
@@ -274,7 +291,7 @@ absl::Status CompileCustom(StepCompileContext& ctx) {
   const ValidatedNode& root = ctx.root();
   if (root.op->name == "raw_kernel") {
     return ctx
-        .Kernel(std::get<std::string>(root.attrs.at("code")),
+        .Kernel(RawKernelSource(std::get<std::string>(root.attrs.at("code"))),
                 std::get<std::string>(root.attrs.at("name")),
                 std::get<std::vector<std::string>>(root.attrs.at("options")))
         .status();

@@ -30,10 +30,11 @@ bool IsIdentifier(absl::string_view s) {
   });
 }
 
-// C and CUDA type names that would be read as placeholders by mistake.
+// C and CUDA type names that would be read as placeholders by mistake
+// (`complex` is the kernels' complex<T>, which a placeholder would hide).
 bool IsCTypeName(absl::string_view s) {
   for (absl::string_view t : {"float", "double", "int", "long", "short", "char", "unsigned",
-                              "signed", "half", "size_t", "ptrdiff_t", "void", "auto"}) {
+                              "signed", "half", "size_t", "ptrdiff_t", "void", "auto", "complex"}) {
     if (s == t) return true;
   }
   return false;
@@ -320,9 +321,9 @@ const char* KernelCTypeName(DType dtype) {
     case DType::kFloat64:
       return "double";
     case DType::kComplex64:
-      return "cuda::std::complex<float>";
+      return "complex<float>";
     case DType::kComplex128:
-      return "cuda::std::complex<double>";
+      return "complex<double>";
   }
   return "void";
 }

@@ -73,7 +73,8 @@ absl::StatusOr<KernelSignature> ResolveKernelSignature(absl::Span<const ValueTyp
                                                        const AttrMap& attrs, KernelForm form);
 
 // The C type used for a dtype inside custom kernels ("float", "__half",
-// "long long", "bool").
+// "long long", "bool"; CuPy's "complex<float>" and "complex<double>", which
+// a backend's custom kernels must define as CuPy does).
 const char* KernelCTypeName(DType dtype);
 
 }  // namespace gpuflow

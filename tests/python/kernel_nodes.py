@@ -25,11 +25,11 @@ def attrs_of(node):
     return out
 
 
-def runs_or_needs_cuda(array, expected, rtol=1e-6):
+def runs_or_needs_cuda(array, expected, rtol=1e-6, atol=0):
     """On CUDA: the array equals `expected`. On the CPU backend: the server
     refuses with FAILED_PRECONDITION, naming the CUDA backend."""
     if BACKEND == "cuda":
-        np.testing.assert_allclose(array.get(), expected, rtol=rtol)
+        np.testing.assert_allclose(array.get(), expected, rtol=rtol, atol=atol)
     else:
         with pytest.raises(gf.FailedPreconditionError, match="cuda"):
             array.get()

@@ -158,6 +158,45 @@ def test_reduction_with_custom_identity_and_reduce_expr(session):
            np.abs(x).max(axis=-1), x=x)
 
 
+def complex_normal(rng, shape, dtype):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def test_complex_scalars_and_zero_dim_arrays(session):
+    """A Python complex (a complex128 literal: 16 bytes, read through its
+    pointer) and a 0-d complex64 array, with each graph of one plan using
+    its own scalar."""
+    rng = np.random.default_rng(4)
+    z = complex_normal(rng, (5, 7), np.complex64)
+    s0 = np.array(0.25 - 4j, np.complex64)
+    kernel = dict(in_params="T z, complex128 c, T s", out_params="T y",
+                  operation="y = z * c + s", name="complex_axpy")
+    for c in (1j, 2 - 3j):
+        expected = (z.astype(np.complex128) * c + s0).astype(np.complex64)
+        expect(session, lambda g, a, b: g.elementwise_kernel(a, c, b, **kernel), expected,
+               z=z, s=s0)
+
+
+def test_complex_functions_and_real_parts(session):
+    rng = np.random.default_rng(6)
+    z = complex_normal(rng, 1001, np.complex128)
+    kernel = dict(in_params="T z", out_params="float64 y",
+                  operation="y = real(exp(z) * conj(z)) + imag(sqrt(z)) + abs(log(z))",
+                  name="complex_mix")
+    expected = (np.exp(z) * np.conj(z)).real + np.sqrt(z).imag + np.abs(np.log(z))
+    expect(session, lambda g, a: g.elementwise_kernel(a, **kernel), expected, rtol=1e-9, z=z)
+
+
+def test_complex_reduction(session):
+    rng = np.random.default_rng(8)
+    x = complex_normal(rng, (7, 300), np.complex128)
+    kernel = dict(in_params="T x", out_params="float64 y", map_expr="x * conj(x)",
+                  reduce_expr="a + b", post_map_expr="y = real(a)", identity="0",
+                  reduce_type="complex128", name="power")
+    expect(session, lambda g, a: g.reduction_kernel(a, axes=[-1], **kernel),
+           (np.abs(x) ** 2).sum(axis=-1), rtol=1e-12, x=x)
+
+
 def test_validation_errors_name_the_reason(session):
     session.upload(np.ones(4, np.float32), name="x")
     g = gpuflow.Graph()
@@ -221,3 +260,24 @@ def test_raw_kernel_argument_checks(raw_kernel_server):
                                                         grid=[1], block=[32], output=1),
                   x1=x, y=np.zeros(8, np.float32))
         np.testing.assert_array_equal(got, x * 2.5)
+
+
+def test_raw_kernel_complex_scalars(raw_kernel_server):
+    """A Python complex (complex128) fits a complex<float> parameter as a
+    Python float fits a float one; <cupy/complex.cuh> gives complex<T>."""
+    if not CUDA:
+        pytest.skip("argument fitting needs the compiled kernel (cuda backend)")
+    code = r"""#include <cupy/complex.cuh>
+    extern "C" __global__ void cscale(const complex<float>* x, complex<float> s,
+                                      complex<double> t, complex<float>* y) {
+        int i = blockDim.x * blockIdx.x + threadIdx.x;
+        y[i] = x[i] * s + t;
+    }"""
+    x = complex_normal(np.random.default_rng(9), 64, np.complex64)
+    with gpuflow.connect(raw_kernel_server.target) as client, client.session() as session:
+        got = run(session, lambda g, a, b: g.raw_kernel(a, 0.5 + 2j, -1j, b, code=code,
+                                                        name="cscale", grid=[2], block=[32],
+                                                        output=3),
+                  x=x, y=np.zeros(64, np.complex64))
+        want = (x * np.complex64(0.5 + 2j)).astype(np.complex128) - 1j
+        np.testing.assert_allclose(got, want.astype(np.complex64), rtol=1e-6, atol=1e-6)

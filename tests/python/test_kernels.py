@@ -7,6 +7,8 @@ with GPUFLOW_TEST_BACKEND=cuda the same tests check the numbers against
 NumPy instead.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -127,6 +129,75 @@ def test_elementwise_kernel_raw_outputs(session):
         fill(gf.zeros(9, np.float32, session=session), size=5)
 
 
+def complex_normal(rng, shape, dtype):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def test_elementwise_kernel_complex_arguments(session):
+    # CuPy's complex<T>: a complex64 placeholder, a Python complex for a
+    # complex128 parameter (16 bytes), a real array and a complex128 output.
+    rng = np.random.default_rng(23)
+    z_np = complex_normal(rng, 1023, np.complex64)
+    x_np = rng.standard_normal(1023).astype(np.float32)
+    k = gf.ElementwiseKernel("T z, complex128 c, F x", "complex128 y",
+                             "y = z * c + x * conj(z) - complex<double>(0, 1) * real(z)", "cmix")
+    y = k(session.asarray(z_np), 0.5 - 2j, session.asarray(x_np))
+    assert (y.shape, y.dtype) == ((1023,), np.complex128)
+    value, dtype = scalar_of(node_of(y), 1)
+    assert (value.real, value.imag, dtype) == (0.5, -2.0, "DTYPE_COMPLEX128")
+    z128 = z_np.astype(np.complex128)
+    # (x * conj(z) is a complex64 product: float rounding, absolute near 0.)
+    runs_or_needs_cuda(y, z128 * (0.5 - 2j) + x_np * np.conj(z128) - 1j * z128.real, rtol=1e-6,
+                       atol=1e-6)
+    # A Python complex binds a placeholder to complex128, as CuPy's does.
+    shift = gf.ElementwiseKernel("T z, S s", "S y", "y = z + s", "cshift")
+    y2 = shift(session.asarray(z_np), 1 + 1j)
+    assert y2.dtype == np.complex128
+    runs_or_needs_cuda(y2, z128 + (1 + 1j), rtol=1e-7)
+    with pytest.raises(TypeError, match=r"complex scalar \(1j\) cannot be passed to 'float32 x'"):
+        gf.ElementwiseKernel("float32 x", "float32 y", "y = x", "k")(1j)
+
+
+# Each of CuPy's complex functions against NumPy's, in one kernel per dtype
+# (one output each).
+COMPLEX_FUNCTIONS = [
+    ("exp(z)", np.exp), ("log(z)", np.log), ("log10(z)", np.log10), ("sqrt(z)", np.sqrt),
+    ("sin(z)", np.sin), ("cos(z)", np.cos), ("tan(z)", np.tan), ("sinh(z)", np.sinh),
+    ("cosh(z)", np.cosh), ("tanh(z)", np.tanh), ("asin(z)", np.arcsin), ("acos(z)", np.arccos),
+    ("atan(z)", np.arctan), ("asinh(z)", np.arcsinh), ("acosh(z)", np.arccosh),
+    ("atanh(z)", np.arctanh), ("conj(z)", np.conj), ("pow(z, w)", lambda z, w: z ** w),
+    ("pow(z, 3)", lambda z: z ** 3), ("pow(z, 0.5)", np.sqrt), ("pow(2.0, z)", lambda z: 2.0 ** z),
+    ("polar(abs(z), arg(z))", lambda z: z),
+    ("z * 2 + 1.5 - w / 3", lambda z, w: z * 2 + 1.5 - w / 3),
+    ("2.0 / z - z / w", lambda z, w: 2.0 / z - z / w), ("z * w", lambda z, w: z * w),
+]
+REAL_FUNCTIONS = [
+    ("abs(z)", np.abs), ("arg(z)", np.angle), ("norm(z)", lambda z: np.abs(z) ** 2),
+    ("real(z)", np.real), ("imag(z)", np.imag),
+    ("z.real() - w.imag()", lambda z, w: z.real - w.imag),
+]
+
+
+@pytest.mark.parametrize("dtype, real, rtol", [(np.complex64, "float32", 2e-6),
+                                               (np.complex128, "float64", 1e-12)])
+def test_elementwise_kernel_complex_functions_match_numpy(session, dtype, real, rtol):
+    rng = np.random.default_rng(7)
+    z_np, w_np = complex_normal(rng, 257, dtype), complex_normal(rng, 257, dtype)
+    outs = [f"T c{j}" for j in range(len(COMPLEX_FUNCTIONS))]
+    outs += [f"{real} r{j}" for j in range(len(REAL_FUNCTIONS))]
+    operation = "; ".join([f"c{j} = {e}" for j, (e, _) in enumerate(COMPLEX_FUNCTIONS)]
+                          + [f"r{j} = {e}" for j, (e, _) in enumerate(REAL_FUNCTIONS)])
+    k = gf.ElementwiseKernel("T z, T w", ", ".join(outs), operation, "complex_functions")
+    results = k(session.asarray(z_np), session.asarray(w_np))
+    # The reference in complex128 from the same inputs; the kernel rounds once.
+    z, w = z_np.astype(np.complex128), w_np.astype(np.complex128)
+    for (expr, f), y in zip(COMPLEX_FUNCTIONS + REAL_FUNCTIONS, results):
+        want = f(z, w) if re.search(r"\bw\b", expr) else f(z)
+        assert y.dtype == (dtype if np.iscomplexobj(want) else np.dtype(real)), expr
+        # atol: sums of float-rounded terms near 0 (inputs are of size 1).
+        runs_or_needs_cuda(y, want.astype(y.dtype), rtol=rtol, atol=4 * rtol)
+
+
 def test_elementwise_kernel_misuse(session):
     x = session.asarray(np.ones(4, np.float32))
     with pytest.raises(TypeError, match=r"Wrong number of arguments for 'softplus': expected 2 "
@@ -150,6 +221,8 @@ def test_elementwise_kernel_misuse(session):
         gf.ElementwiseKernel("T x", "U z", "z = x", "k")(x)
     with pytest.raises(ValueError, match="C type name"):
         gf.ElementwiseKernel("float x", "float y", "y = x", "k")
+    with pytest.raises(ValueError, match="'complex' in in_params is a C type name"):
+        gf.ElementwiseKernel("complex z", "complex64 y", "y = z", "k")
     with pytest.raises(ValueError, match="reserved"):
         gf.ElementwiseKernel("T i", "T y", "y = i", "k")
     with pytest.raises(ValueError, match="not an identifier"):
@@ -195,6 +268,26 @@ def test_reduction_kernel_reduce_type_and_out(session):
     assert node_of(out).op == "cast"
     with pytest.raises(ValueError, match=r"out has shape \(2,\), the result has \(\)"):
         sum_sq(x, out=out)
+
+
+def test_reduction_kernel_complex(session):
+    rng = np.random.default_rng(11)
+    x_np = complex_normal(rng, (30, 41), np.complex64)
+    x = session.asarray(x_np)
+    # A complex sum accumulated in complex128, and a real norm of complex values.
+    csum = gf.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "csum",
+                              reduce_type="complex128")
+    l2 = gf.ReductionKernel("T x", "float64 y", "norm(x)", "a + b", "y = sqrt(a)", "0", "cl2")
+    x128 = x_np.astype(np.complex128)
+    for axis in (None, 0, 1):
+        got = csum(x, axis=axis)
+        assert got.dtype == np.complex64
+        runs_or_needs_cuda(got, x128.sum(axis=axis).astype(np.complex64), rtol=1e-5)
+        runs_or_needs_cuda(l2(x, axis=axis), np.linalg.norm(x128, axis=axis), rtol=1e-6)
+    # Long enough to split over blocks (a combine kernel of complex accumulators).
+    big_np = complex_normal(rng, 2**20 + 3, np.complex128)
+    got = csum(session.asarray(big_np))
+    runs_or_needs_cuda(got, big_np.sum(), rtol=1e-9)
 
 
 def test_reduction_kernel_misuse(session):
@@ -283,6 +376,34 @@ def test_raw_kernel_runs_or_needs_cuda(raw_kernel_server):
             runs_or_needs_cuda(w2, np.arange(10, dtype=np.float32) * 3 + 1)
             runs_or_needs_cuda(x2, np.arange(10, dtype=np.float32) * 3)
             np.testing.assert_array_equal(base.get(), np.arange(10, dtype=np.float32))
+
+
+CROTATE_SOURCE = r"""
+#include <cupy/complex.cuh>
+extern "C" __global__ void crotate(const complex<float>* x, complex<float> w, complex<double> s,
+                                   complex<float>* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = complex<float>(complex<double>(x[i] * w) + s);
+}
+"""
+
+
+def test_raw_kernel_complex_arguments(raw_kernel_server):
+    # A complex64 scalar (8 bytes) and a Python complex (complex128, 16
+    # bytes, as CuPy passes it) by value, with CuPy's <cupy/complex.cuh>.
+    n = 1000
+    rng = np.random.default_rng(3)
+    x_np = complex_normal(rng, n, np.complex64)
+    rotate = gf.RawKernel(CROTATE_SOURCE, "crotate")
+    with gf.connect(raw_kernel_server.target) as c, c.session() as s:
+        y = gf.zeros(n, np.complex64)
+        rotate(((n + 255) // 256,), (256,), (s.asarray(x_np), np.complex64(0.5 + 1j), 2 - 0.25j,
+                                            y, np.int32(n)))
+        node = node_of(y)
+        assert [scalar_of(node, i)[1] for i in (1, 2, 4)] == [
+            "DTYPE_COMPLEX64", "DTYPE_COMPLEX128", "DTYPE_INT32"]
+        want = (x_np * np.complex64(0.5 + 1j)).astype(np.complex128) + (2 - 0.25j)
+        runs_or_needs_cuda(y, want.astype(np.complex64), rtol=1e-6, atol=1e-6)
 
 
 def test_raw_kernel_misuse(session):

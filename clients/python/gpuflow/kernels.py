@@ -53,7 +53,7 @@ from gpuflow.remote_array import (
 # C names that would be read as type placeholders by mistake; the server
 # rejects them too (engine/ir/custom_kernel.cc).
 _C_TYPE_NAMES = frozenset({"float", "double", "int", "long", "short", "char", "unsigned",
-                           "signed", "half", "size_t", "ptrdiff_t", "void", "auto"})
+                           "signed", "half", "size_t", "ptrdiff_t", "void", "auto", "complex"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -110,7 +110,7 @@ def _check_unique(*lists):
 
 
 def _is_scalar(value):
-    return isinstance(value, (bool, int, float, np.generic))
+    return isinstance(value, (bool, int, float, complex, np.generic))
 
 
 def _convert(value, param, session, kernel):
@@ -120,8 +120,11 @@ def _convert(value, param, session, kernel):
         raise TypeError(
             f"{kernel}: raw parameter '{param}' needs an array, got {type(value).__name__}"
         )
-    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+    if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
         if param.dtype is not None and param.dtype != "bfloat16":
+            if isinstance(value, complex) and not _inference.is_complex(param.dtype):
+                raise TypeError(f"{kernel}: a complex scalar ({value!r}) cannot be passed to "
+                                f"'{param}'; declare a complex64 or complex128 parameter")
             value = np.dtype(param.dtype).type(value)  # CuPy casts scalars to the param type
     try:
         x, t = operand(value, session)
@@ -420,9 +423,12 @@ def _launch_dims(value, what):
 
 class RawKernel:
     """cupy.RawKernel: ``kernel(grid, block, args, shared_mem=0)``. Python
-    ints are passed as int64, floats as float64 and bools as bool (as CuPy
-    does); numpy scalars keep their dtype, so pass ``np.int32(n)`` to an
-    ``int`` parameter. See the module doc for which arguments it writes."""
+    ints are passed as int64, floats as float64, complex numbers as
+    complex128 and bools as bool (as CuPy does); numpy scalars keep their
+    dtype, so pass ``np.int32(n)`` to an ``int`` parameter and
+    ``np.complex64(z)`` to a ``complex<float>`` one. Code that includes
+    ``<cupy/complex.cuh>`` gets CuPy's ``complex<T>`` (gpuflow's own, with
+    the same names). See the module doc for which arguments it writes."""
 
     def __init__(self, code, name, options=(), backend="nvrtc", translate_cucomplex=False, *,
                  enable_cooperative_groups=False, jitify=False):
@@ -468,7 +474,9 @@ class RawKernel:
                 value = np.int64(value)
             elif isinstance(value, float):
                 value = np.float64(value)
-            elif isinstance(value, (list, tuple, str, bytes, complex)) or value is None:
+            elif isinstance(value, complex):
+                value = np.complex128(value)
+            elif isinstance(value, (list, tuple, str, bytes)) or value is None:
                 raise TypeError(f"{kernel}: argument {i} is a {type(value).__name__}; pass "
                                 "arrays and scalars")
             try:

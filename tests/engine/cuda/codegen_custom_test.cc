@@ -1,11 +1,13 @@
 // Custom kernels in CuPy's forms: CuPy's documentation examples and the
 // layouts the generator distinguishes compile with NVRTC for sm_90 (no GPU
-// needed; this runs in CI). Results are checked on the GPU by
-// tests/python/test_custom_kernels.py.
+// needed; this runs in CI), with CuPy's complex<T> for complex arguments.
+// Results are checked on the GPU by tests/python/test_custom_kernel_ops.py
+// and test_kernels.py.
 #include <string>
 #include <vector>
 
 #include "engine/cuda/codegen.h"
+#include "engine/cuda/device_library.h"
 #include "engine/cuda/nvrtc_compiler.h"
 #include "engine/ir/validate.h"
 #include "gmock/gmock.h"
@@ -19,6 +21,8 @@ using ::gpuflow::testing::IsOk;
 using ::gpuflow::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
 
 struct Arg {
   std::string name;
@@ -229,6 +233,154 @@ TEST(CodegenCustomTest, L2NormReductionCompilesForEveryLayout) {
       EXPECT_THAT(Compile(*k), IsOk());
     }
   }
+}
+
+// CuPy's complex<T> API as kernels written for CuPy use it: every function
+// of <cupy/complex.cuh>, operators with real scalars and the other
+// precision, compound assignment, thrust::complex. Each line names one
+// overload, so a missing one fails to compile.
+constexpr char kComplexApiOperation[] = R"(
+  complex<double> w = z;            // complex64 -> complex128
+  complex<float> back = w;          // and back (thrust's implicit conversion)
+  w = w + real(z) + imag(z) + abs(z) + arg(z) + norm(z) + conj(z);
+  w += z.real() + z.imag() + w.real();
+  w = w * 2 + 2.0 * w - 1 + (1.5f - w) / 3 + 2 / w + w / 2.0 + w / 2;
+  w -= 1; w *= 2.0; w /= 3; w += z; w *= z; w -= back; w /= complex<double>(1, 1);
+  w = w + exp(w) + log(w) + log10(w) + log2(w) + log1p(w) + expm1(w) + sqrt(w);
+  w = w + pow(w, w) + pow(w, 2) + pow(2.0, w) + pow(z, w) + pow(z, 0.5f) + pow(z, z);
+  w = w + sin(w) + cos(w) + tan(w) + sinh(w) + cosh(w) + tanh(w);
+  w = w + asin(w) + acos(w) + atan(w) + asinh(w) + acosh(w) + atanh(w);
+  w = w + polar(2.0, 0.5) + polar(1.0f) + proj(w) + rint(w) + min(w, -w) + max(w, -w);
+  const thrust::complex<float> t = thrust::exp(z) * thrust::polar(1.0f, 2.0f);
+  w = w + t + thrust::abs(t) + z * t;
+  w.real(w.real() + 1); w.imag(0.5);
+  const bool odd = isnan(w) || isinf(w) || !isfinite(w) || w == 0 || 1.0 != w || w == z;
+  y = odd ? complex<double>(0) : w + s + x;
+  n = abs(exp(z) - exp(complex<double>(z))) + sqrt(x) + exp(x);
+)";
+
+TEST(CodegenCustomTest, ComplexParametersCompileWithCupysComplexApi) {
+  // A complex64 array, a weak complex scalar (complex128: 16 bytes, read
+  // through its pointer), a real placeholder and complex128 outputs.
+  const ValidatedGraph g = Validate(
+      Kernel("elementwise_kernel",
+             {Input::Array("z"), Input::FromScalar(Scalar::Complex(1, -2)), Input::Array("x")},
+             {{"in_params", std::string("C z, complex128 s, F x")},
+              {"out_params", std::string("complex128 y, F n")},
+              {"operation", std::string(kComplexApiOperation)},
+              {"name", std::string("complex_api")}}),
+      {{"z", DType::kComplex64, {1000}}, {"x", DType::kFloat32, {1000}}});
+  absl::StatusOr<CustomKernel> k = GenerateCustomKernel(g, 0);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_THAT(k->source, HasSubstr("typedef complex<float> C;"));
+  EXPECT_THAT(k->source,
+              HasSubstr("const complex<double> s = gf::cv<complex<double>>(_gf_in1[0]);"));
+  EXPECT_THAT(k->source, HasSubstr("using gf::complex;"));
+  // The scalar's pointer is written by the backend; nothing travels by value.
+  EXPECT_THAT(k->input_slots, ElementsAre(0, 1, 2));
+  EXPECT_THAT(k->literal_words, IsEmpty());
+  EXPECT_EQ(k->elements_per_thread, 1);  // complex128 outputs: one per 16 bytes
+  EXPECT_THAT(Compile(*k), IsOk());
+}
+
+TEST(CodegenCustomTest, Complex64ScalarTravelsByValueAndArraysVectorise) {
+  Scalar c = Scalar::Complex(0.5, 2);
+  c.dtype = DType::kComplex64;
+  const ValidatedGraph g =
+      Validate(Kernel("elementwise_kernel", {Input::Array("z"), Input::FromScalar(c)},
+                      {{"in_params", std::string("T z, T c")},
+                       {"out_params", std::string("T y")},
+                       {"operation", std::string("y = z * c + conj(z)")},
+                       {"name", std::string("complex_axpy")}}),
+               {{"z", DType::kComplex64, {1001}}});
+  absl::StatusOr<CustomKernel> k = GenerateCustomKernel(g, 0);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->input_slots[1], -1);
+  EXPECT_THAT(k->literal_words, ElementsAre(std::make_pair(1, 1)));
+  EXPECT_THAT(k->source, HasSubstr("gf::word<gf::complex<float>>(p.w[1])"));
+  EXPECT_EQ(k->elements_per_thread, 2);  // two complex64 per 16-byte vector
+  EXPECT_THAT(Compile(*k), IsOk());
+}
+
+TEST(CodegenCustomTest, ZeroDimArraysAreReadOnceAndKeepVectorisation) {
+  const ValidatedGraph g =
+      Validate(Kernel("elementwise_kernel", {Input::Array("x"), Input::Array("s")},
+                      {{"in_params", std::string("T x, T s")},
+                       {"out_params", std::string("T y")},
+                       {"operation", std::string("y = x * s")},
+                       {"name", std::string("scale_by_0d")}}),
+               {{"x", DType::kFloat32, {1000}}, {"s", DType::kFloat32, {}}});
+  absl::StatusOr<CustomKernel> k = GenerateCustomKernel(g, 0);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->elements_per_thread, 4);
+  EXPECT_THAT(k->source, HasSubstr("const float s = gf::cv<float>(_gf_in1[0]);"));
+  // Real kernels do not pay for parsing the complex libraries.
+  EXPECT_THAT(k->source, Not(HasSubstr("using gf::complex;")));
+  EXPECT_THAT(Compile(*k), IsOk());
+}
+
+TEST(CodegenCustomTest, ComplexReductionsCompileWithComplexAndRealAccumulators) {
+  struct Case {
+    const char* map_expr;
+    const char* post_map_expr;
+    const char* out;
+    const char* reduce_type;
+    bool with_scalar;  // a complex128 literal `s` (read through its pointer)
+    int accumulator_bytes;
+  };
+  for (const Case& c : {Case{"x * conj(x) + s", "y = a", "T y", "complex128", true, 16},
+                        Case{"norm(x)", "y = sqrt(a)", "float64 y", "float64", false, 8},
+                        Case{"x", "y = a / 2.0", "T y", "T", false, 8}}) {
+    SCOPED_TRACE(c.map_expr);
+    for (const std::vector<int64_t>& axes : {std::vector<int64_t>{1}, std::vector<int64_t>{0}}) {
+      std::vector<Input> inputs = {Input::Array("x")};
+      std::string in_params = "T x";
+      if (c.with_scalar) {
+        inputs.push_back(Input::FromScalar(Scalar::Complex(0, 1)));
+        in_params += ", complex128 s";
+      }
+      const ValidatedGraph g = Validate(Kernel("reduction_kernel", inputs,
+                                               {{"in_params", in_params},
+                                                {"out_params", std::string(c.out)},
+                                                {"map_expr", std::string(c.map_expr)},
+                                                {"reduce_expr", std::string("a + b")},
+                                                {"post_map_expr", std::string(c.post_map_expr)},
+                                                {"identity", std::string("0")},
+                                                {"reduce_type", std::string(c.reduce_type)},
+                                                {"axes", axes},
+                                                {"name", std::string("complex_sum")}}),
+                                        {{"x", DType::kComplex64, {30, 40}}});
+      absl::StatusOr<CustomKernel> k = GenerateCustomKernel(g, 0);
+      ASSERT_TRUE(k.ok()) << k.status();
+      EXPECT_EQ(k->accumulator_bytes, c.accumulator_bytes);
+      EXPECT_THAT(Compile(*k), IsOk());
+    }
+  }
+}
+
+TEST(CodegenCustomTest, RawKernelsIncludingCupyComplexGetItWithTheirLineNumbers) {
+  const std::string code = R"(#include <cupy/complex.cuh>
+extern "C" __global__ void rotate(const complex<float>* x, complex<double> w, complex<float>* y,
+                                  int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = complex<float>(exp(w) * x[i] + thrust::conj(x[i]));
+}
+)";
+  const std::string source = RawKernelSource(code);
+  EXPECT_THAT(source, HasSubstr("#line 2\nextern \"C\" __global__ void rotate("));
+  CompileOptions options;
+  options.arch = 90;
+  EXPECT_THAT(CompileToCubin(source, "rotate.cu", options).status(), IsOk());
+  // An error is reported at the code's own line.
+  const std::string broken =
+      "#include \"cupy/complex.cuh\"\n\n"
+      "extern \"C\" __global__ void k(complex<float>* y) {\n"
+      "  y[0] = undefined_thing;\n}\n";
+  EXPECT_THAT(CompileToCubin(RawKernelSource(broken), "broken.cu", options).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("broken.cu(4): error")));
+  // Code without the include is compiled as given.
+  EXPECT_EQ(RawKernelSource("extern \"C\" __global__ void f() {}\n"),
+            "extern \"C\" __global__ void f() {}\n");
 }
 
 TEST(CodegenCustomTest, UserCompileErrorsAreInvalidArgumentWithTheLog) {

@@ -1340,6 +1340,10 @@ TEST(CustomKernelTest, ElementwiseKernelRejectsBadSignatures) {
   attrs["in_params"] = std::string("float x");
   EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kInt8, {2})}, attrs),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is a C type name")));
+  // A placeholder named complex would hide the kernels' complex<T>.
+  attrs["in_params"] = std::string("complex x");
+  EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kComplex64, {2})}, attrs),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'complex' in in_params")));
   attrs = base;
   attrs["in_params"] = std::string("T i");
   EXPECT_THAT(InferAttrs("elementwise_kernel", {T(DType::kInt8, {2})}, attrs),
