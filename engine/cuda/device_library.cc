@@ -81,25 +81,46 @@ template <class To> __device__ __forceinline__ To sat(float v) {
   return sat<To>((double)v);
 }
 
-// cv<To>(v): gpuflow's conversion semantics between any two types.
+// A NaN as a narrow float the way the host converts it (engine/ir/half.h,
+// as NumPy's float16): quiet, its sign and leading payload bits kept
+// (CUDA's conversions give 0x7FFF for every NaN).
+__device__ __forceinline__ f16 nan_f16(float v) {
+  const unsigned b = __float_as_uint(v);
+  return __ushort_as_half((unsigned short)(((b >> 16) & 0x8000u) | 0x7E00u | ((b & 0x7FFFFFu) >> 13)));
+}
+__device__ __forceinline__ f16 nan_f16(double v) {
+  const unsigned long long b = (unsigned long long)__double_as_longlong(v);
+  return __ushort_as_half((unsigned short)(((b >> 48) & 0x8000u) | 0x7E00u | ((b & 0xFFFFFFFFFFFFFull) >> 42)));
+}
+__device__ __forceinline__ bf16 nan_bf16(float v) {
+  const unsigned b = __float_as_uint(v);
+  return __ushort_as_bfloat16((unsigned short)(((b >> 16) & 0x8000u) | 0x7FC0u | ((b & 0x7FFFFFu) >> 16)));
+}
+__device__ __forceinline__ bf16 nan_bf16(double v) {
+  const unsigned long long b = (unsigned long long)__double_as_longlong(v);
+  return __ushort_as_bfloat16((unsigned short)(((b >> 48) & 0x8000u) | 0x7FC0u | ((b & 0xFFFFFFFFFFFFFull) >> 45)));
+}
+
+// cv<To>(v): gpuflow's conversion semantics between any two types. A value
+// of the type itself comes back untouched (a narrow float's NaN payload too).
 template <class To, class From> __device__ __forceinline__ To cv(From v) {
-  if constexpr ((is_cx<From>::v || is_cx<To>::v) && !same<To, From>::v) {
+  if constexpr (same<To, From>::v) {
+    return v;
+  } else if constexpr (is_cx<From>::v || is_cx<To>::v) {
     return cx_cv(v, (To*)nullptr);
   } else if constexpr (is_narrow<From>::v) {
     return cv<To>(widen(v));
-  } else if constexpr (same<To, From>::v) {
-    return v;
   } else if constexpr (same<To, bool>::v) {
     return v != (From)0;
   } else if constexpr (same<To, f16>::v) {
-    if constexpr (same<From, float>::v) return __float2half_rn(v);
-    else if constexpr (same<From, double>::v) return __double2half(v);
+    if constexpr (same<From, float>::v) return v != v ? nan_f16(v) : __float2half_rn(v);
+    else if constexpr (same<From, double>::v) return v != v ? nan_f16(v) : __double2half(v);
     else if constexpr (same<From, bool>::v) return __float2half_rn(v ? 1.f : 0.f);
     else if constexpr (is_signed_int<From>::v) return __ll2half_rn((i64)v);
     else return __ull2half_rn((u64)v);
   } else if constexpr (same<To, bf16>::v) {
-    if constexpr (same<From, float>::v) return __float2bfloat16_rn(v);
-    else if constexpr (same<From, double>::v) return __double2bfloat16(v);
+    if constexpr (same<From, float>::v) return v != v ? nan_bf16(v) : __float2bfloat16_rn(v);
+    else if constexpr (same<From, double>::v) return v != v ? nan_bf16(v) : __double2bfloat16(v);
     else if constexpr (same<From, bool>::v) return __float2bfloat16_rn(v ? 1.f : 0.f);
     else if constexpr (is_signed_int<From>::v) return __ll2bfloat16_rn((i64)v);
     else return __ull2bfloat16_rn((u64)v);
