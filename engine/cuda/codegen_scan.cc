@@ -15,6 +15,124 @@ using internal::RegisterTypeName;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// float16 and bfloat16 scans: each step rounds to the dtype (NumPy's
+// add.accumulate / multiply.accumulate, and ml_dtypes' for bfloat16), which
+// is not associative, so every row runs in order from its first element.
+// The accumulator is the narrow type itself and each step one correctly
+// rounded __hadd_rn / __hmul_rn, the same value as rounding the exact float
+// result as the reference does. Contiguous rows longer than kThreadRowMax
+// take a block each (kSerialRows): the block stages tiles in shared memory,
+// coalesced, thread 0 scans them (its loads run a group ahead of the
+// chain), and the block writes them back; other rows a thread each
+// (kThreadRows, one part).
+// The kernel header both layouts share ($-names: see GenerateSerialScan).
+constexpr char kSerialHead[] = R"CUDA(struct $NAME_args { unsigned long long w[8]; };
+extern "C" __global__ void __launch_bounds__($B) $NAME(const $NAME_args p) {
+  const $IN* __restrict__ in = (const $IN*)p.w[0];
+  $OUT* __restrict__ out = ($OUT*)p.w[1];
+  const long long R = (long long)p.w[3];
+  const long long L = (long long)p.w[4];
+)CUDA";
+
+// kSerialRows: a block per contiguous row; thread 0 keeps $G loads from the
+// staged tile in flight ahead of its chain of steps.
+constexpr char kSerialRowsBody[] = R"CUDA(  __shared__ $ACC tile[$TILE];
+  for (long long row = blockIdx.x; row < R; row += gridDim.x) {
+    const long long base = row * L;
+    $ACC acc = $IDENT;
+    for (long long t0 = 0; t0 < L; t0 += $TILE) {
+      const int n = L - t0 < $TILE ? (int)(L - t0) : $TILE;
+      for (int i = threadIdx.x; i < n; i += $B) tile[i] = gf::in<$ACC, $ACC>(in[base + t0 + i]);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        $ACC next[$G];
+#pragma unroll
+        for (int q = 0; q < $G; ++q) next[q] = q < n ? tile[q] : acc;
+        for (int i = 0; i < n; i += $G) {
+          $ACC v[$G];
+#pragma unroll
+          for (int q = 0; q < $G; ++q) v[q] = next[q];
+#pragma unroll
+          for (int q = 0; q < $G; ++q) next[q] = i + $G + q < n ? tile[i + $G + q] : acc;
+#pragma unroll
+          for (int q = 0; q < $G; ++q) {
+            if (i + q < n) {
+              acc = $STEP(acc, v[q]);
+              tile[i + q] = acc;
+            }
+          }
+        }
+      }
+      __syncthreads();
+      for (int i = threadIdx.x; i < n; i += $B) out[base + t0 + i] = gf::cv<$OUT>(tile[i]);
+      __syncthreads();
+    }
+  }
+}
+)CUDA";
+
+// kThreadRows in order: a thread per whole row, neighbouring threads on
+// neighbouring rows (columns, when the axis is not the last), the next $G
+// loads in flight while the chain runs (else each step waits for memory).
+constexpr char kSerialThreadRowsBody[] = R"CUDA(  const long long S = (long long)p.w[5];
+  for (long long row = (long long)blockIdx.x * $B + threadIdx.x; row < R;
+       row += (long long)gridDim.x * $B) {
+    const long long base = (row / S) * L * S + row % S;
+    $ACC acc = $IDENT;
+    $ACC next[$G];
+#pragma unroll
+    for (int q = 0; q < $G; ++q) next[q] = q < L ? gf::in<$ACC, $ACC>(in[base + q * S]) : acc;
+    for (long long j = 0; j < L; j += $G) {
+      $ACC v[$G];
+#pragma unroll
+      for (int q = 0; q < $G; ++q) v[q] = next[q];
+#pragma unroll
+      for (int q = 0; q < $G; ++q) {
+        const long long k = j + $G + q;
+        next[q] = k < L ? gf::in<$ACC, $ACC>(in[base + k * S]) : acc;
+      }
+#pragma unroll
+      for (int q = 0; q < $G; ++q) {
+        if (j + q < L) {
+          acc = $STEP(acc, v[q]);
+          out[base + (j + q) * S] = gf::cv<$OUT>(acc);
+        }
+      }
+    }
+  }
+}
+)CUDA";
+
+// float16 and bfloat16 scans: each step rounds to the dtype (NumPy's
+// add.accumulate / multiply.accumulate, and ml_dtypes' for bfloat16), which
+// is not associative, so every row runs in order from its first element.
+// The accumulator is the narrow type itself and each step one correctly
+// rounded __hadd_rn / __hmul_rn: the value the reference gets by rounding
+// the exact (double) result. Contiguous rows longer than kThreadRowMax take
+// a block each (kSerialRows): the block stages tiles in shared memory,
+// coalesced, thread 0 scans them and the block writes them back; other rows
+// a thread each (kThreadRows, one part).
+void GenerateSerialScan(ScanKernel& k, bool prod, DType compute, const std::string& in_t,
+                        const std::string& out_t) {
+  constexpr int kGroup = 16;
+  const std::string acc = internal::RegisterTypeName(compute);
+  k.accumulator_bytes = 2;
+  const bool rows = k.strategy == ScanKernel::Strategy::kSerialRows;
+  const std::string src = absl::StrReplaceAll(
+      absl::StrCat(kSerialHead, rows ? kSerialRowsBody : kSerialThreadRowsBody),
+      {{"$NAME", k.name},
+       {"$IN", in_t},
+       {"$OUT", out_t},
+       {"$ACC", acc},
+       {"$IDENT", absl::StrCat("gf::cv<", acc, ">(", prod ? "1.f" : "0.f", ")")},
+       {"$STEP", prod ? "__hmul_rn" : "__hadd_rn"},
+       {"$B", absl::StrCat(k.block)},
+       {"$TILE", absl::StrCat(k.block * kGroup)},
+       {"$G", absl::StrCat(kGroup)}});
+  k.kernel_source = src;
+  k.source = DeviceSource(src);
+}
+
 }  // namespace
 
 absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& graph,
@@ -53,12 +171,22 @@ absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& gra
   }
 
   const DType compute = node.type.compute_dtype;
-  const std::string acc = internal::WideAccumulatorName(compute);
-  k.accumulator_bytes = acc == "bool" ? 1 : (IsComplex(compute) ? 16 : 8);
   const bool prod = op == "cumprod";
-  const std::string ident = absl::StrCat("(", acc, ")", prod ? "1" : "0");
   const std::string in_t = StorageTypeName(in_type.dtype);
   const std::string out_t = StorageTypeName(node.type.output.dtype);
+  if (compute == DType::kFloat16 || compute == DType::kBFloat16) {
+    k.rounds_each_step = true;
+    if (k.strategy == ScanKernel::Strategy::kBlockRows) {
+      k.strategy = ScanKernel::Strategy::kSerialRows;
+      k.block = 128;
+      k.items = 1;
+    }
+    GenerateSerialScan(k, prod, compute, in_t, out_t);
+    return k;
+  }
+  const std::string acc = internal::WideAccumulatorName(compute);
+  k.accumulator_bytes = acc == "bool" ? 1 : (IsComplex(compute) ? 16 : 8);
+  const std::string ident = absl::StrCat("(", acc, ")", prod ? "1" : "0");
   // gf::in converts to the compute dtype (rounding or wrapping as the
   // reference does), then to the accumulator.
   const std::string load =
@@ -182,7 +310,14 @@ ScanLaunch ScanLaunchFor(const ScanKernel& k, int64_t sms) {
   const int64_t rows = k.rows;
   const int64_t length = k.length;
   int64_t parts = 1;
-  if (k.strategy == ScanKernel::Strategy::kBlockRows) {
+  if (k.strategy == ScanKernel::Strategy::kSerialRows) {
+    launch.chunk = length;
+    launch.blocks = std::min(rows, int64_t{1} << 30);
+  } else if (k.rounds_each_step) {
+    // kThreadRows in order: a thread per whole row.
+    launch.chunk = length;
+    launch.blocks = std::clamp<int64_t>(CeilDiv(rows, k.block), 1, sms * 32);
+  } else if (k.strategy == ScanKernel::Strategy::kBlockRows) {
     // Few rows: cut them into parts of whole tiles (at least four) so that
     // about eight blocks per SM run.
     const int64_t tile = int64_t{k.block} * k.items;

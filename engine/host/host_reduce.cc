@@ -450,6 +450,22 @@ absl::StatusOr<Rows> MakeRows(const Shape& shape, int64_t axis) {
   return rows;
 }
 
+// The rounding a scan applies after every step in compute dtype `compute`
+// (null: none). The double sum or product of two float16 or bfloat16 values
+// is exact, or (bfloat16 sums of far-apart magnitudes) rounded with enough
+// spare bits (53 >= 2 * 8 + 2) that rounding it again to the dtype gives the
+// correctly rounded step, which is what NumPy's float-and-round loop gives.
+double (*ScanStepRounding(DType compute))(double) {
+  switch (compute) {
+    case DType::kFloat16:
+      return [](double v) { return Half::FromDouble(v).ToDouble(); };
+    case DType::kBFloat16:
+      return [](double v) { return BFloat16::FromDouble(v).ToDouble(); };
+    default:
+      return nullptr;
+  }
+}
+
 // Calls fn(values, n, j) over the row starting at `base`, j being the index
 // of values[0] in the row.
 template <typename C, typename Fn>
@@ -591,6 +607,10 @@ absl::Status RunScan(const ValidatedNode& node, const HostConstView& input, cons
   }
   if (input.shape.num_elements() == 0) return absl::OkStatus();
   const LoadFn load = GetLoadFn(input.dtype, compute);
+  // float16 and bfloat16 round every partial result to the dtype, as NumPy's
+  // float16 loop (and ml_dtypes' bfloat16 one) does in add.accumulate; the
+  // other floats accumulate in double and round once.
+  double (*const round_step)(double) = ScanStepRounding(compute);
   return VisitClass(ClassOf(compute), [&](auto tag) -> absl::Status {
     using C = typename decltype(tag)::type;
     const StoreFn store = GetStoreFn(ClassOfCompute<C>(), out.dtype);
@@ -602,6 +622,9 @@ absl::Status RunScan(const ValidatedNode& node, const HostConstView& input, cons
         ForEachRowBlock(load, input.data, base, rows, buf, [&](C* v, int64_t n, int64_t j) {
           for (int64_t i = 0; i < n; ++i) {
             acc = is_prod ? MultiplyInCompute(acc, v[i]) : Plus(acc, v[i]);
+            if constexpr (std::is_same_v<C, double>) {
+              if (round_step != nullptr) acc = round_step(acc);
+            }
             v[i] = acc;
           }
           store(v, n, out.data, base + j * rows.stride, rows.stride);

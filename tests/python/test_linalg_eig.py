@@ -12,6 +12,7 @@ import pytest
 
 import gpuflow as gf
 from gpuflow import linalg
+from gpuflow._eig import pair_conjugates
 
 if hasattr(np, "_set_promotion_state"):
     np._set_promotion_state("weak")
@@ -96,7 +97,8 @@ def test_eig_symmetric_and_rotation(session):
     a = rand((5, 5), np.float64, 3)
     sym = a + a.T
     w, v = check_eig(*linalg.eig(session.asarray(sym)), sym)
-    assert w.dtype == np.float64 and v.dtype == np.float64
+    assert w.dtype == v.dtype == np.linalg.eigvals(sym).dtype
+    assert np.all(w.imag == 0) and np.all(v.imag == 0)
     np.testing.assert_allclose(np.sort(w), np.linalg.eigvalsh(sym), atol=1e-13)
     # Orthonormal eigenvectors: NumPy's up to sign for distinct eigenvalues.
     np.testing.assert_allclose(v.T @ v, np.eye(5), atol=1e-12)
@@ -139,7 +141,8 @@ def test_eig_float32_and_stacks(session):
         check_real_structure(w)
         # All real: real arrays, as NumPy's.
         w0 = linalg.eigvals(session.asarray(x[0, 0]))
-        assert w0.dtype == np.linalg.eigvals(x[0, 0]).dtype == dtype
+        assert w0.dtype == np.linalg.eigvals(x[0, 0]).dtype
+        assert np.all(w0.get().imag == 0)
         check_values(w0.get(), np.linalg.eigvals(x[0, 0]), tol)
     a = rand((3, 5, 5), np.float32, 7)
     w, v = check_eig(*linalg.eig(session.asarray(a)), a.astype(np.float64))
@@ -170,7 +173,7 @@ def test_eig_triangular_defective_and_cyclic(session):
     # A zero matrix and a nilpotent one.
     z = np.zeros((3, 3))
     w, v = check_eig(*linalg.eig(session.asarray(z)), z)
-    assert w.dtype == np.float64 and np.all(w == 0)
+    assert w.dtype == np.linalg.eigvals(z).dtype and np.all(w == 0)
     nil = np.diag([1.0, 1.0], 1)
     w, _ = check_eig(*linalg.eig(session.asarray(nil)), nil)
     np.testing.assert_allclose(w, 0, atol=1e-5)
@@ -179,7 +182,7 @@ def test_eig_triangular_defective_and_cyclic(session):
 def test_eig_ints_bool_empty_and_one_by_one(session):
     a = np.array([[1, 2], [3, 4]], np.int32)
     w, v = check_eig(*linalg.eig(session.asarray(a)), a.astype(np.float64))
-    assert w.dtype == v.dtype == np.float64
+    assert w.dtype == v.dtype == np.linalg.eig(a)[0].dtype
     check_values(w, np.linalg.eigvals(a), 1e-13)
     b = np.eye(2, dtype=bool)
     assert linalg.eigvals(session.asarray(b)).get().tolist() == [1.0, 1.0]
@@ -215,6 +218,37 @@ def test_eig_errors_as_numpy(session):
                 linalg.eigvals(session.asarray(a))
 
 
+@pytest.mark.parametrize("always_complex", [False, True])
+def test_eig_result_dtype_follows_numpys_rule(session, monkeypatch, always_complex):
+    # Real input with a real spectrum: real arrays where NumPy's eig returns
+    # them (NumPy < 2.5), complex ones with exactly zero imaginary parts and
+    # real vectors where it always returns complex (NumPy 2.5), whichever
+    # NumPy runs here; complex pairs are complex either way. roots stays
+    # real for real roots (numpy.roots' rule) in both.
+    monkeypatch.setattr(linalg, "_numpy_eig_always_complex", lambda: always_complex)
+    real_spectrum = np.array([[1.0, 2.0], [3.0, 4.0]])
+    rotation = np.array([[0.0, -1.0], [1.0, 0.0]])
+    for x, dtype in ((real_spectrum, np.float64), (real_spectrum, np.float32),
+                     (np.full((2, 1, 1), 7.0), np.float64), (np.zeros((0, 3, 3)), np.float32),
+                     (np.array([[1, 2], [3, 4]]), np.int64)):
+        x = x.astype(dtype)
+        w, v = linalg.eig(session.asarray(x))
+        ev = linalg.eigvals(session.asarray(x))
+        single = dtype == np.float32
+        want = (np.complex64 if single else np.complex128) if always_complex else (
+            np.float32 if single else np.float64)
+        assert w.dtype == v.dtype == ev.dtype == want, (x.shape, dtype, w.dtype)
+        w, v = w.get(), v.get()
+        assert np.all(w.imag == 0) and np.all(v.imag == 0)
+        check_values(ev.get(), np.linalg.eigvals(x).astype(want), 1e-5)
+    w = linalg.eigvals(session.asarray(rotation))
+    assert w.dtype == np.complex128
+    np.testing.assert_allclose(w.get(), [1j, -1j], atol=1e-15)
+    roots = gf.roots(session.asarray(np.array([1.0, -3.0, 2.0])))
+    assert roots.dtype == np.float64
+    np.testing.assert_allclose(np.sort(roots.get()), [1.0, 2.0], atol=1e-12)
+
+
 # ---- roots ------------------------------------------------------------------------------
 
 
@@ -244,3 +278,56 @@ def test_roots_dtypes_empty_and_errors(session):
         gf.roots(session.asarray(np.ones((2, 2))))
     with pytest.raises(TypeError, match="float16 is unsupported"):
         gf.roots(session.asarray(np.array([1, 2], np.float16)))
+
+
+# ---- the client's real/complex decision (gpuflow._eig.pair_conjugates) ------------------
+
+
+def noisy(lam, level, eps, seed):
+    """lam with noise of ``level`` eps ||lam|| in both parts, as complex
+    arithmetic on another backend (float32 accumulation, other sums'
+    orders) leaves on a real matrix's eigenvalues."""
+    rng = np.random.default_rng(seed)
+    scale = np.sqrt(np.sum(np.abs(lam) ** 2, axis=-1))
+    noise = rng.standard_normal(lam.shape) + 1j * rng.standard_normal(lam.shape)
+    return lam + level * eps * scale[..., None] * noise, scale
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("level", [0, 1, 10, 20])
+def test_pair_conjugates_real_spectra_with_rounding_noise_stay_real(dtype, level):
+    # Distinct, repeated (the identity's, a double and a triple root) and
+    # 1x1 real spectra: every eigenvalue real, its imaginary part exactly 0.
+    eps = float(np.finfo(np.float32 if dtype == np.complex64 else np.float64).eps)
+    for lam in ([1.0, 2.0, 3.0], [1.0, 1.0], [2.0, 2.0, 5.0], [7.0, 7.0, 7.0, -1.0], [7.0],
+                [-0.372, 5.372], [0.0, 0.0, 0.0]):
+        lam = np.asarray(lam, np.complex128)
+        for seed in range(20):
+            w, scale = noisy(lam, level, eps, seed)
+            scale = np.maximum(scale, 1)
+            values, src, conj, real = pair_conjugates(w.astype(dtype)[None], scale[None], eps)
+            assert real.all() and not conj.any(), (lam, level, seed, w)
+            assert np.all(values.imag == 0)
+            np.testing.assert_allclose(np.sort(values.real[0]), np.sort(lam.real),
+                                       atol=10 * level * eps * scale + 1e-300)
+
+
+@pytest.mark.parametrize("level", [0, 1, 20])
+def test_pair_conjugates_makes_noisy_pairs_exact_conjugates(level):
+    # Conjugate pairs (small and large imaginary parts) next to real
+    # eigenvalues, in a stack: pairs side by side, positive imaginary part
+    # first, exact conjugates; the real ones exactly real.
+    eps = float(np.finfo(np.float64).eps)
+    lam = np.array([[2j, 1.0, -2j, 3.0], [0.5 - 1e-3j, 4.0, 0.5 + 1e-3j, 4.0]])
+    for seed in range(20):
+        w, scale = noisy(lam, level, eps, seed)
+        values, src, conj, real = pair_conjugates(w, scale, eps)
+        check_real_structure(values)
+        for b in range(2):
+            got = values[b]
+            assert np.sum(got.imag != 0) == 2 and np.sum(real[b]) == 2
+            np.testing.assert_allclose(sort_eig(got), sort_eig(lam[b]), atol=1e-12)
+            # src/conj/real: where each output came from.
+            back = np.where(conj[b], np.conj(w[b][src[b]]), w[b][src[b]])
+            back = np.where(real[b], back.real, back)
+            np.testing.assert_allclose(back, got, atol=1e-12)

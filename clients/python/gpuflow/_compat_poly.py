@@ -287,7 +287,7 @@ def roots(p):
         first = np.arange(n - 1)[:, None] == 0
         companion = functions.where(first, (-x[1:] / x[0])[None, :],
                                     functions.eye(n - 1, k=-1, dtype=x.dtype, session=session))
-        found = linalg.eigvals(companion.astype(x.dtype))
+        found = linalg._eigvals_by_value(companion.astype(x.dtype))
     else:
         found = functions.zeros(0, np.float64, session=session)
     if trailing:

@@ -283,12 +283,33 @@ def normalize_columns(v):
     return f.where(at_top, v.real, v).astype(v.dtype)
 
 
+# LAPACK's dgeev (real arithmetic) gives a real matrix's real eigenvalues
+# exactly zero imaginary parts; complex arithmetic leaves them rounding
+# noise, whose size depends on the backend (float64 sums on the CPU, float32
+# ones in cuBLAS for complex64, other orders of summation) and grows with
+# the QR iterations. An imaginary part up to _REAL_TOLERANCE n eps ||T||_F
+# is taken for such noise: a wide margin over the few n eps ||T|| that a
+# well-conditioned eigenvalue's error is.
+_REAL_TOLERANCE = 100
+# Two eigenvalues pair up when each is nearer the other's conjugate than
+# 1 / _PAIR_RATIO of its imaginary part. A double real eigenvalue split by
+# noise above the tolerance gives two whose mismatch is of the order of
+# their imaginary parts, so they stay real; a true pair's mismatch is
+# rounding, far below its imaginary parts.
+_PAIR_RATIO = 4
+
+
 def pair_conjugates(w, scale, eps):
     """The client's reading of the eigenvalues w (..., n) (numpy, complex)
     of real matrices whose Schur forms have the Frobenius norms ``scale``
-    (...): (values (..., n), src (..., n), conj (..., n), real (..., n)):
-    output j is the conjugate (conj) or real part (real) of input column
-    src[j], and values are the eigenvalues in that order."""
+    (...), computed in complex arithmetic of machine epsilon ``eps``:
+    (values (..., n), src (..., n), conj (..., n), real (..., n)): output j
+    is the conjugate (conj) or real part (real) of input column src[j], and
+    values are the eigenvalues in that order: real ones with an imaginary
+    part of exactly 0, pairs as exact conjugates side by side, the positive
+    imaginary part first (dgeev's layout). An eigenvalue is real when its
+    imaginary part is rounding noise (_REAL_TOLERANCE) or no other is near
+    its conjugate (_PAIR_RATIO); a 1x1 matrix's always is."""
     n = w.shape[-1]
     flat = w.reshape(-1, n)
     scales = np.broadcast_to(np.asarray(scale), w.shape[:-1]).reshape(-1)
@@ -297,9 +318,9 @@ def pair_conjugates(w, scale, eps):
     conj = np.zeros(flat.shape, bool)
     real = np.zeros(flat.shape, bool)
     for b in range(flat.shape[0]):
-        lam = flat[b]
+        lam = flat[b].astype(np.complex128)
         im = lam.imag
-        is_real = np.abs(im) <= 10 * n * eps * scales[b]
+        is_real = np.abs(im) <= _REAL_TOLERANCE * n * eps * scales[b]
         partner = np.full(n, -1)
         dist = np.abs(lam[:, None] - lam.conj()[None, :])
         for j in np.argsort(-np.abs(im), kind="stable"):
@@ -310,7 +331,7 @@ def pair_conjugates(w, scale, eps):
             if free.any():
                 cand = np.where(free, dist[:, j], np.inf)
                 k = int(np.argmin(cand))
-                if cand[k] < abs(im[j]):
+                if _PAIR_RATIO * cand[k] < min(abs(im[j]), abs(im[k])):
                     partner[j], partner[k] = k, j
                     continue
             is_real[j] = True

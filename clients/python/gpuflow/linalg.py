@@ -35,6 +35,7 @@ result dtype, as NumPy's, depends on whether every eigenvalue is real).
 """
 
 import collections
+import functools
 import math
 import operator
 
@@ -1148,12 +1149,27 @@ def tensorsolve(a, b, axes=None):
 EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 
 
-def _eig(a, vectors):
+@functools.lru_cache(maxsize=None)
+def _numpy_eig_always_complex():
+    """Whether the installed NumPy's eig and eigvals return complex arrays
+    for every real input (NumPy 2.5.2 does) rather than real ones when every
+    eigenvalue is real (NumPy 1.24 does). Asked of NumPy itself, once,
+    rather than guessed from its version."""
+    return np.linalg.eigvals(np.zeros((1, 1))).dtype.kind == "c"
+
+
+def _eig(a, vectors, by_value=None):
     """(eigenvalues, eigenvectors or None) of the square stack a, with
     NumPy's dtypes: complex input gives complex results; real input real
-    ones when every eigenvalue of the stack is real, else complex."""
+    ones when every eigenvalue of the stack is real and ``by_value`` (by
+    default: when the installed NumPy's eig decides so,
+    _numpy_eig_always_complex), else complex ones, in which real eigenvalues
+    have imaginary parts of exactly 0 and real vectors, and pairs are exact
+    conjugates."""
     from gpuflow import _eig as schur_qr
 
+    if by_value is None:
+        by_value = not _numpy_eig_always_complex()
     f = _f()
     m, dtype = _square_stack(a)
     session = m.session
@@ -1162,15 +1178,17 @@ def _eig(a, vectors):
     cdt = np.dtype(np.complex64 if dtype in (np.float32, np.complex64) else np.complex128)
     rdt = np.dtype(_inference.real_dtype(cdt.name))
     if m.size == 0:
-        out = cdt if complex_in else rdt
+        out = cdt if complex_in or not by_value else rdt
         return (f.zeros(m.shape[:-1], out, session=session),
                 f.zeros(m.shape, out, session=session) if vectors else None)
     if n == 1:
+        # A 1x1 matrix's eigenvalue is its element, real for real input.
         (bad,) = _store([], [~f.isfinite(m).all()])[1]
         if bool(bad):
             raise LinAlgError("Array must not contain infs or NaNs")
-        return (m[..., 0].astype(dtype),
-                f.ones(m.shape, dtype, session=session) if vectors else None)
+        out = dtype if by_value else cdt
+        return (m[..., 0].astype(out),
+                f.ones(m.shape, out, session=session) if vectors else None)
     t, z = schur_qr.schur(m.astype(cdt), vectors, True)
     w = f.diagonal(t, 0, -2, -1)
     v = None
@@ -1184,7 +1202,7 @@ def _eig(a, vectors):
     stored, (w_host, scale_host) = _store([v] if vectors else [], [w, scale])
     values, src, conj, real = schur_qr.pair_conjugates(np.asarray(w_host), np.asarray(scale_host),
                                                        float(np.finfo(rdt).eps))
-    all_real = bool(real.all())
+    all_real = by_value and bool(real.all())
     w = _remote(values.real.astype(rdt) if all_real else values.astype(cdt), session)
     if not vectors:
         return w, None
@@ -1202,9 +1220,11 @@ def _eig(a, vectors):
 def eig(a):
     """numpy.linalg.eig: the eigenvalues and right eigenvectors (unit
     columns) of a square stack, as NumPy 2's EigResult namedtuple. Real
-    input gives real arrays when every eigenvalue is real, else complex
-    ones with conjugate pairs side by side (positive imaginary part
-    first), as LAPACK's dgeev; the eigenvalues' order is the Schur form's
+    input gives real arrays when every eigenvalue is real (where the
+    installed NumPy does so; NumPy 2.5.2 returns complex ones always), else
+    complex ones with conjugate pairs side by side (positive imaginary part
+    first) and real eigenvalues exactly real, as LAPACK's dgeev; the
+    eigenvalues' order is the Schur form's
     (not NumPy's: neither sorts) and each eigenvector is NumPy's up to a
     unit factor. Householder to Hessenberg, then single-shift QR
     iterations in complex arithmetic, one Execute every n iterations to
@@ -1216,8 +1236,15 @@ def eig(a):
 
 def eigvals(a):
     """numpy.linalg.eigvals: :func:`eig`'s eigenvalues alone (no
-    eigenvectors are computed)."""
+    eigenvectors are computed), in the dtype the installed NumPy's eigvals
+    gives."""
     return _eig(a, False)[0]
+
+
+def _eigvals_by_value(a):
+    """:func:`eigvals`, real for real input when every eigenvalue is real
+    whatever NumPy's eigvals does (numpy.roots' rule)."""
+    return _eig(a, False, by_value=True)[0]
 
 
 __all__ = [

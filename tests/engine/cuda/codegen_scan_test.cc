@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/cuda/codegen.h"
 #include "engine/cuda/device_library.h"
 #include "engine/cuda/nvrtc_compiler.h"
@@ -91,10 +92,16 @@ TEST(CodegenScanTest, RowsFollowTheAxis) {
 }
 
 TEST(CodegenScanTest, AccumulatorsFollowTheComputeDtype) {
+  std::optional<ScanKernel> f32 = Scan("cumsum", DType::kFloat32, {100}, 0);
+  ASSERT_TRUE(f32);
+  EXPECT_THAT(f32->kernel_source, HasSubstr("gf::in<double, float>"));
+  EXPECT_EQ(f32->accumulator_bytes, 8);
+  EXPECT_FALSE(f32->rounds_each_step);
+  // float16 accumulates in float16, rounding every step (HalfScans... below).
   std::optional<ScanKernel> f16 = Scan("cumsum", DType::kFloat16, {100}, 0);
   ASSERT_TRUE(f16);
-  EXPECT_THAT(f16->kernel_source, HasSubstr("gf::in<double, f16>"));
-  EXPECT_EQ(f16->accumulator_bytes, 8);
+  EXPECT_THAT(f16->kernel_source, HasSubstr("gf::in<f16, f16>"));
+  EXPECT_EQ(f16->accumulator_bytes, 2);
   // int8 sums in int64 by default; with dtype=int8 it still accumulates in
   // 64 bits and wraps when stored, as the reference does.
   std::optional<ScanKernel> i8 = Scan("cumsum", DType::kInt8, {100}, 0, DType::kInt8);
@@ -157,8 +164,64 @@ TEST(CodegenScanTest, FewLongRowsAreSplit) {
   EXPECT_EQ(ScanLaunchFor(*wide, kH200Sms).chunks, 1);
 }
 
+// Regression: float16 and bfloat16 scans accumulated in double and were
+// split into parallel parts, where NumPy rounds every partial result to the
+// dtype (not associative). They now run each row whole and in order, one
+// correctly rounded half-precision step at a time.
+TEST(CodegenScanTest, HalfScansRunEachRowInOrderRoundingEveryStep) {
+  struct Case {
+    const char* op;
+    DType in;
+    std::vector<int64_t> shape;
+    std::optional<int64_t> axis;
+    std::optional<DType> out;
+    ScanKernel::Strategy strategy;
+    const char* step;
+    const char* load;
+  };
+  using enum ScanKernel::Strategy;
+  const std::vector<Case> cases = {
+      // The flattened 2^28 elements: one block, not split.
+      {"cumsum", DType::kFloat16, {1 << 14, 1 << 14}, {}, {}, kSerialRows, "__hadd_rn", "f16"},
+      {"cumsum", DType::kFloat16, {5000}, 0, {}, kSerialRows, "__hadd_rn", "f16"},
+      {"cumprod", DType::kBFloat16, {3, 5000}, 1, {}, kSerialRows, "__hmul_rn", "bf16"},
+      // Few strided columns: a thread each, whole.
+      {"cumsum", DType::kFloat16, {100000, 3}, 0, {}, kThreadRows, "__hadd_rn", "f16"},
+      {"cumprod", DType::kFloat16, {4, 7}, 1, {}, kThreadRows, "__hmul_rn", "f16"},
+      // dtype=float16 gives other inputs a float16 accumulator.
+      {"cumsum", DType::kFloat32, {1000}, 0, DType::kFloat16, kSerialRows, "__hadd_rn", "f16"},
+      {"cumsum", DType::kInt8, {300, 7}, 0, DType::kBFloat16, kThreadRows, "__hadd_rn", "bf16"},
+  };
+  for (const Case& c : cases) {
+    const std::string what = absl::StrCat(c.op, " ", DTypeName(c.in));
+    std::optional<ScanKernel> k = Scan(c.op, c.in, c.shape, c.axis, c.out);
+    ASSERT_TRUE(k) << what;
+    EXPECT_TRUE(k->rounds_each_step) << what;
+    EXPECT_EQ(k->strategy, c.strategy) << what;
+    EXPECT_THAT(k->kernel_source, HasSubstr(c.step)) << what;
+    EXPECT_THAT(k->kernel_source, HasSubstr(std::string(c.load) + " acc = ")) << what;
+    EXPECT_THAT(k->kernel_source, Not(HasSubstr("double"))) << what;
+    EXPECT_THAT(k->kernel_source, Not(HasSubstr("BlockScan"))) << what;
+    EXPECT_TRUE(k->split_source.empty()) << what;
+    const ScanLaunch launch = ScanLaunchFor(*k, kH200Sms);
+    EXPECT_EQ(launch.chunks, 1) << what;
+    EXPECT_GE(launch.chunk, k->length) << what;
+    if (c.strategy == kSerialRows) {
+      EXPECT_EQ(launch.blocks, k->rows) << what;
+    } else {
+      EXPECT_GE(launch.blocks * k->block, k->rows) << what;
+    }
+  }
+  // float32 keeps its parallel, split scan (accumulated in double).
+  std::optional<ScanKernel> f32 = Scan("cumsum", DType::kFloat32, {1 << 14, 1 << 14}, {});
+  ASSERT_TRUE(f32);
+  EXPECT_EQ(f32->strategy, kBlockRows);
+  EXPECT_GT(ScanLaunchFor(*f32, kH200Sms).chunks, 1);
+}
+
 // Every scan kernel for every input dtype, both ops and every strategy (block
-// rows with 1 and 8 items per thread, thread rows), with their split
+// rows with 1 and 8 items per thread, thread rows, and float16/bfloat16's
+// serial rows and in-order thread rows), with their split
 // kernels, in two NVRTC programs: the thread-row scans, and the rest. No
 // source includes CUB (gf::BlockScan and BlockExchange are the device
 // library's: CUB's headers cost NVRTC over a second per kernel).
@@ -197,6 +260,7 @@ TEST(CodegenScanTest, EveryScanKernelCompilesForSm90) {
   EXPECT_TRUE(layouts.contains({ScanKernel::Strategy::kBlockRows, 8}));
   EXPECT_TRUE(layouts.contains({ScanKernel::Strategy::kBlockRows, 1}));
   EXPECT_TRUE(layouts.contains({ScanKernel::Strategy::kThreadRows, 1}));
+  EXPECT_TRUE(layouts.contains({ScanKernel::Strategy::kSerialRows, 1}));
   CompileOptions options;
   options.arch = 90;
   absl::StatusOr<CompiledModule> light_module = CompileToCubin(light, "scans_light.cu", options);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/host/host_kernels.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -481,6 +482,13 @@ absl::StatusOr<TestArray> Scan(const std::string& op, const TestArray& x,
   return RunNode(MakeNode(op, {x.type()}, {out, shape}, compute, attrs), {x}, options);
 }
 
+// A scan step's result as NumPy's loops give it: float16 and bfloat16 round
+// every partial result to the dtype; the other dtypes (float32, float64:
+// accumulated in float64, rounded once at the end) do not.
+double StepRounded(DType compute, double v) {
+  return compute == DType::kFloat16 || compute == DType::kBFloat16 ? RoundTo(compute, v) : v;
+}
+
 TEST(HostReduceTest, CumsumCumprod) {
   for (DType d : kAllDTypes) {
     const TestArray x = RandomArray(d, S({3, 4, 5}), 71, -2, 2);
@@ -501,8 +509,8 @@ TEST(HostReduceTest, CumsumCumprod) {
         double a = 0;
         double p = 1;
         for (int64_t t = 0; t <= j; ++t) {
-          a += x.At(start + t * stride);
-          p *= x.At(start + t * stride);
+          a = StepRounded(s, a + x.At(start + t * stride));
+          p = StepRounded(s, p * x.At(start + t * stride));
         }
         want_s[i] = a;
         want_p[i] = p;
@@ -516,15 +524,77 @@ TEST(HostReduceTest, CumsumCumprod) {
   absl::StatusOr<TestArray> r = Scan("cumsum", i8, 0, DType::kInt8, DType::kInt8);
   ASSERT_THAT(r, IsOk());
   ExpectValues(*r, {100, -56});
-  // float16 scans accumulate in float64: 3000 ones end at 3000, not 2048.
+  // float16 scans round every step, as NumPy: 3000 ones stop at 2048
+  // (2048 + 1 rounds to 2048), where float64 accumulation would give 3000.
   const TestArray ones = MakeArray(DType::kFloat16, S({3000}), std::vector<double>(3000, 1.0));
   r = Scan("cumsum", ones, std::nullopt, DType::kFloat16, DType::kFloat16);
   ASSERT_THAT(r, IsOk());
-  EXPECT_EQ(r->At(2999), 3000);
+  EXPECT_EQ(r->At(2047), 2048);
+  EXPECT_EQ(r->At(2999), 2048);
   // A 0-d input scans to a 1-element 1-D array.
   r = Scan("cumsum", Scalar0d(DType::kInt32, 4), std::nullopt, DType::kInt64, DType::kInt64);
   ASSERT_THAT(r, IsOk());
   ExpectValues(*r, {4});
+}
+
+// Regression: float16 and bfloat16 scans accumulated in float64 and rounded
+// once, off by an ulp and more from NumPy's add.accumulate / multiply.accumulate,
+// which round each partial result. Long rows (several host blocks), odd
+// sizes, both axes of a 2-D array, the flattened array, and dtype= giving a
+// half accumulator for float32 and int inputs.
+TEST(HostReduceTest, HalfScansRoundEveryStep) {
+  struct Case {
+    DType in;
+    DType compute;
+    std::vector<int64_t> dims;
+    std::optional<int64_t> axis;
+  };
+  const std::vector<Case> cases = {
+      {DType::kFloat16, DType::kFloat16, {1}, 0},
+      {DType::kFloat16, DType::kFloat16, {7}, 0},
+      {DType::kFloat16, DType::kFloat16, {5000}, 0},
+      {DType::kFloat16, DType::kFloat16, {70001}, std::nullopt},
+      {DType::kFloat16, DType::kFloat16, {37, 301}, 0},
+      {DType::kFloat16, DType::kFloat16, {37, 301}, 1},
+      {DType::kBFloat16, DType::kBFloat16, {3001}, 0},
+      {DType::kBFloat16, DType::kBFloat16, {9, 1001}, 0},
+      {DType::kFloat32, DType::kFloat16, {1001}, 0},
+      {DType::kInt16, DType::kFloat16, {1001}, 0},
+  };
+  for (const Case& c : cases) {
+    const Shape shape = S(c.dims);
+    const TestArray x = RandomArray(c.in, shape, 1234, -3, 3);
+    const int64_t len = c.axis ? shape.dim(static_cast<int>(*c.axis)) : x.size();
+    int64_t stride = 1;
+    if (c.axis) {
+      for (int d = static_cast<int>(*c.axis) + 1; d < shape.rank(); ++d) stride *= shape.dim(d);
+    }
+    for (const char* op : {"cumsum", "cumprod"}) {
+      const bool prod = std::string(op) == "cumprod";
+      // Products of values in [-3, 3] overflow fast: scan values near 1.
+      TestArray in = x;
+      if (prod && IsFloat(c.in)) {
+        for (int64_t i = 0; i < in.size(); ++i) {
+          in.Set(i, RoundTo(c.in, 1 + in.At(i) / 64));
+        }
+      }
+      absl::StatusOr<TestArray> got = Scan(op, in, c.axis, c.compute, c.compute, ManyThreads());
+      ASSERT_THAT(got, IsOk());
+      std::vector<double> want(in.size());
+      for (int64_t start = 0; start < in.size(); ++start) {
+        if ((start / stride) % len != 0) continue;  // not a row's first element
+        double acc = prod ? 1 : 0;
+        for (int64_t t = 0; t < len; ++t) {
+          const double v = RoundTo(c.compute, in.At(start + t * stride));
+          acc = RoundTo(c.compute, prod ? acc * v : acc + v);
+          want[start + t * stride] = acc;
+        }
+      }
+      ExpectValues(*got, want, 0,
+                   absl::StrCat(op, " ", DTypeName(c.in), " -> ", DTypeName(c.compute), " ",
+                                shape.ToString()));
+    }
+  }
 }
 
 TEST(HostReduceTest, LargeReductionsAreDeterministicAcrossThreadCounts) {
