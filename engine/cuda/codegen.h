@@ -105,7 +105,7 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(
 //    outputs), through a scratch buffer of 2 * rows * parts accumulators;
 //  - another axis (elements `stride` apart): 32 neighbouring rows per block
 //    (coalesced), up to 32 threads along each row combining through shared
-//    memory, reading it three times.
+//    memory, reading it twice (the maximum and sum online, then the write).
 // Words: [pointers] [out] [rows] ([parts] [scratch] when split) [scalars].
 // Empty when the step does not fit.
 struct SoftmaxKernel {
@@ -173,11 +173,20 @@ absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& gra
 //    (device_library.cc; CUB's interfaces without CUB's headers);
 //  - kThreadRows (short rows, or strided axes): a thread per part, a
 //    sequential scan; neighbouring threads take neighbouring rows, which
-//    are neighbouring columns (coalesced) when the axis is not the last.
+//    are neighbouring columns (coalesced) when the axis is not the last;
+//  - kSerialRows (float16 and bfloat16 compute, contiguous rows longer than
+//    kThreadRowMax): see below.
+// float16 and bfloat16 scans (`rounds_each_step`) round every partial
+// result to the dtype, as NumPy's add.accumulate does; that is not
+// associative, so each row is scanned in order, whole (chunks is always 1,
+// no split kernels): kSerialRows gives a contiguous row a block, which
+// stages tiles in shared memory while its thread 0 runs the chain;
+// kThreadRows a thread. The accumulator is the narrow type. Other dtypes
+// keep the parallel strategies above.
 // Kernel words (every kernel): [in] [out] [carry] [rows] [length] [stride]
 //   [chunks] [chunk (elements per part)].
 struct ScanKernel {
-  enum class Strategy { kBlockRows, kThreadRows };
+  enum class Strategy { kBlockRows, kThreadRows, kSerialRows };
   static constexpr int64_t kThreadRowMax = 64;
   std::string name;         // the scan
   std::string reduce_name;  // name + "_reduce"
@@ -197,6 +206,9 @@ struct ScanKernel {
   int accumulator_bytes = 8;
   int block = 256;
   int items = 1;  // per thread and tile (kBlockRows)
+  // float16/bfloat16: every step rounds to the dtype; rows run whole, in
+  // order (split_source and split_kernel_source are empty).
+  bool rounds_each_step = false;
 };
 // Empty when the step is not a scan or is empty (the host handles it).
 absl::StatusOr<std::optional<ScanKernel>> GenerateScan(const ValidatedGraph& graph,

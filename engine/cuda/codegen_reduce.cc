@@ -100,6 +100,44 @@ std::function<std::string(const ValueRef&)> ExprOf(const std::vector<StepInput>&
 const char* kReducibleOps[] = {"sum", "prod", "min", "max",       "mean",   "any",
                                "all", "var",  "std", "logsumexp", "argmin", "argmax"};
 
+// Softmax's online statistics (one pass for a row's maximum m and sum s of
+// exp(x - m)): adds x to (m, s). -inf adds nothing, NaN makes s NaN, and
+// x == m adds exactly 1 (+inf too), so a row's (m, s) says which of NaN,
+// +inf and only -inf it holds, as RowFinish needs.
+std::string OnlineAdd(const char* c, const std::string& m, const std::string& s,
+                      const std::string& x) {
+  return absl::StrCat("      if (", x, " > ", m, ") { ", s, " = ", s, " * exp(", m, " - ", x,
+                      ") + (", c, ")1; ", m, " = ", x, "; }\n", "      else if (", x,
+                      " != -gf::inf<", c, ">()) ", s, " += ", x, " == ", m, " ? (", c, ")1 : exp(",
+                      x, " - ", m, ");\n");
+}
+
+// A part's sum s (with maximum m) rescaled to the maximum `to`: an empty
+// part (s == 0, m == -inf) adds 0 and m == to keeps s, even where both are
+// infinite.
+std::string Rescaled(const char* c, const std::string& m, const std::string& s,
+                     const std::string& to) {
+  return absl::StrCat("(", s, " == (", c, ")0 ? (", c, ")0 : ", m, " == ", to, " ? ", s, " : ", s,
+                      " * exp(", m, " - ", to, "))");
+}
+
+// A row's maximum M and online sum S made into the outputs' shift and
+// divisor, as the host kernel's two passes give them: softmax of a row with
+// +inf is NaN throughout; log_softmax shifts by 0 when M is not finite (as
+// scipy.special), so a row with +inf and no NaN gives x - inf. Declares
+// `lsum` (log_softmax) and returns the output expression of `x`.
+std::string RowFinish(const char* c, bool log, const std::string& M, const std::string& S,
+                      const std::string& x, std::string* code) {
+  if (!log) {
+    absl::StrAppend(code, "    if (", M, " == gf::inf<", c, ">()) ", S, " = ", M, " - ", M, ";\n");
+    return absl::StrCat("exp(", x, " - ", M, ") / ", S);
+  }
+  absl::StrAppend(code, "    const ", c, " lsum = ", M, " == gf::inf<", c, ">() && ", S, " == ", S,
+                  " ? ", M, " : log(", S, ");\n", "    if (!isfinite(", M, ")) ", M, " = (", c,
+                  ")0;\n");
+  return absl::StrCat(x, " - ", M, " - lsum");
+}
+
 }  // namespace
 
 absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const ValidatedGraph& graph,
@@ -555,7 +593,10 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
   const std::string share_max =
       absl::StrCat("    mx = reduce_t(temp).Reduce(mx, ", name, "_max());\n",
                    "    if (threadIdx.x == 0) shared = mx;\n", "    __syncthreads();\n",
-                   "    mx = shared;\n", "    ", c, " sum = 0;\n");
+                   "    mx = shared;\n", "    ", c, " sum = 0;\n",
+                   // log_softmax shifts by 0 when the maximum is not finite
+                   // (as the host kernel and scipy.special).
+                   log ? "    if (!isfinite(mx)) mx = 0;\n" : "");
   const std::string share_sum = absl::StrCat(
       "    __syncthreads();\n", "    sum = reduce_t(temp).Sum(sum);\n",
       "    if (threadIdx.x == 0) shared = sum;\n", "    __syncthreads();\n", "    sum = shared;\n");
@@ -617,10 +658,12 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
                      "      const long long off = base + j;\n");
     const std::string value = absl::StrCat("gf::in<", c, ", ", compute_t, ">(", x, ")");
     const std::string x_of = absl::StrCat(pro_body, "      const ", c, " xv = ", value, ";\n");
-    const std::string row_max =
-        absl::StrCat("    ", c, " M = -gf::inf<", c, ">();\n",
-                     "    for (long long q = 0; q < parts; ++q) M = gf::op_maximum<", c,
-                     ">(M, scratch[row * parts + q]);\n");
+    // log_softmax shifts by 0 when the maximum is not finite (as the host
+    // kernel and scipy.special).
+    const std::string row_max = absl::StrCat(
+        "    ", c, " M = -gf::inf<", c, ">();\n",
+        "    for (long long q = 0; q < parts; ++q) M = gf::op_maximum<", c,
+        ">(M, scratch[row * parts + q]);\n", log ? "    if (!isfinite(M)) M = 0;\n" : "");
     const std::string row_sum =
         absl::StrCat("    ", c, " S = 0;\n",
                      "    for (long long q = 0; q < parts; ++q) S += scratch[rows * parts + row * "
@@ -638,9 +681,10 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
                        log ? "xv - M - log(S)" : "exp(xv - M) / S", ");\n", epi_body,
                        "      out[off] = gf::cv<", out_t, ">(v", step.root, ");\n    }\n  }\n}\n");
   } else if (k.thread_per_row) {
-    // Three passes over the row (maximum, sum, write), each element
-    // recomputed from memory: 32 neighbouring rows per block, coalesced,
-    // with `lanes` threads along each row combining through shared memory.
+    // Two passes over the row (the maximum and sum of exp(x - max) online,
+    // then the write), each element recomputed from memory: 32 neighbouring
+    // rows per block, coalesced, with `lanes` threads along each row
+    // combining through shared memory.
     const std::string s_ = absl::StrCat(k.stride);
     const std::string lanes_ = absl::StrCat(lanes);
     const std::string row_loop = absl::StrCat(
@@ -664,14 +708,15 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
     };
     const std::string value = absl::StrCat("gf::in<", c, ", ", compute_t, ">(", x, ")");
     const std::string x_of = absl::StrCat(pro_body, "      const ", c, " xv = ", value, ";\n");
+    std::string finish;
+    const std::string out_expr = RowFinish(c, log, "mx", "sum", "xv", &finish);
     src = absl::StrCat(
-        head, row_loop, "    ", c, " mx = -gf::inf<", c, ">();\n", j_loop, x_of,
-        "      mx = gf::op_maximum<", c, ">(mx, xv);\n    }\n",
+        head, row_loop, "    ", c, " m = -gf::inf<", c, ">();\n", "    ", c, " s = 0;\n", j_loop,
+        x_of, OnlineAdd(c, "m", "s", "xv"), "    }\n", "    ", c, " mx = m;\n",
         combine_lanes("mx", absl::StrCat("gf::op_maximum<", c, ">(mx, part[t][lane])")), "    ", c,
-        " sum = 0;\n", j_loop, x_of, "      sum += exp(xv - mx);\n    }\n",
-        combine_lanes("sum", "sum + part[t][lane]"), j_loop, x_of, "      const ", sm_t, " v",
-        step.reduction, " = gf::cv<", sm_t, ">(", log ? "xv - mx - log(sum)" : "exp(xv - mx) / sum",
-        ");\n", epi_body, "      out[off] = gf::cv<", out_t, ">(v", step.root,
+        " sum = ", Rescaled(c, "m", "s", "mx"), ";\n", combine_lanes("sum", "sum + part[t][lane]"),
+        finish, j_loop, x_of, "      const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t, ">(",
+        out_expr, ");\n", epi_body, "      out[off] = gf::cv<", out_t, ">(v", step.root,
         ");\n    }\n  }\n}\n");
   } else {
     src = absl::StrCat(

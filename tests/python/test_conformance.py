@@ -545,6 +545,44 @@ def test_softmax_long_rows_and_other_axes(session, shape, axis):
     check(out[1], want_log.astype(np.float32), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape,axis", [((6, 300), -1), ((6, 70001), -1), ((9, 6, 4), 0),
+                                         ((6, 40, 3), 1)], ids=str)
+def test_softmax_rows_of_infinities(session, shape, axis):
+    """Rows with +inf (softmax NaN throughout, as exp(x - max) gives;
+    log_softmax x - inf), all -inf (NaN), one finite value among -inf
+    (exactly 1 there), -inf first, a NaN last, and +inf beside -inf, in each
+    GPU layout (registers, parts of long rows, other axes): the maximum and
+    sum taken online in one pass keep the host kernel's two-pass results."""
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    flat = np.moveaxis(x, axis, -1)  # a view: rows along the last axis
+    flat[0, ..., 5] = np.inf
+    flat[1, ...] = -np.inf
+    flat[2, ...] = -np.inf
+    flat[2, ..., 7] = 0.5
+    flat[3, ..., 0] = -np.inf
+    flat[4, ..., -1] = np.nan
+    flat[5, ..., 3] = np.inf
+    flat[5, ..., 4] = -np.inf
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        m = np.max(x64, axis=axis, keepdims=True)
+        e = np.exp(x64 - m)
+        want = e / np.sum(e, axis=axis, keepdims=True)
+        # log_softmax as scipy.special's: shifted by 0 where the maximum is
+        # not finite (a row with +inf and no NaN gives x - inf).
+        shift = np.where(np.isfinite(m), m, 0)
+        want_log = (x64 - shift) - np.log(np.sum(np.exp(x64 - shift), axis=axis, keepdims=True))
+    out = run(session, [x], lambda g, a: [g.softmax(a, axis=axis), g.log_softmax(a, axis=axis)],
+              outputs=2)
+    check(out[0], want.astype(np.float32), rtol=1e-5, atol=1e-6)
+    check(out[1], want_log.astype(np.float32), rtol=1e-5, atol=1e-5)
+    rows, log_rows = np.moveaxis(out[0], axis, -1), np.moveaxis(out[1], axis, -1)
+    assert np.isnan(rows[[0, 1, 4, 5]]).all() and np.isnan(log_rows[[1, 4]]).all()
+    assert (rows[2, ..., 7] == 1.0).all() and (log_rows[2, ..., 7] == 0.0).all()
+    assert (log_rows[0, ..., :5] == -np.inf).all() and np.isnan(log_rows[0, ..., 5]).all()
+
+
 # ------------------------------------------------------------------ scans
 
 @pytest.mark.parametrize("op", ["cumsum", "cumprod"])
@@ -556,11 +594,13 @@ def test_scans(session, op, dtype, axis):
         x = (x / 8).astype(dtype)
     attrs = {} if axis is None else {"axis": axis}
     want = getattr(np, op)(x, axis=axis)
-    # NumPy rounds float16 running products at every step; gpuflow
-    # accumulates wider, so tiny float16 values differ in absolute terms.
-    check(run(session, [x], lambda g, a: g.op(op, a, **attrs)), want,
-          rtol={"float16": 1e-2, "float32": 1e-5, "float64": 1e-12}.get(want.dtype.name),
-          atol=1e-3 if dtype == "float16" else 0)
+    got = run(session, [x], lambda g, a: g.op(op, a, **attrs))
+    if dtype == "float16":
+        # Every step rounds to float16, as NumPy's: exactly NumPy's result.
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        return
+    check(got, want, rtol={"float32": 1e-5, "float64": 1e-12}.get(want.dtype.name))
 
 
 # Shapes that give the GPU each scan layout: long contiguous rows (split
@@ -575,9 +615,19 @@ LARGE_SCANS = [((300003,), None), ((3, 100000), 1), ((1000, 300), 1), ((5, 70), 
 @pytest.mark.parametrize("op,dtype,out_dtype", [
     ("cumsum", "float32", None), ("cumsum", "float64", None), ("cumsum", "int32", None),
     ("cumsum", "int64", None), ("cumsum", "bool", None), ("cumprod", "float32", None),
-    ("cumprod", "uint8", "uint8"), ("cumsum", "int16", "int8")], ids=str)
+    ("cumprod", "uint8", "uint8"), ("cumsum", "int16", "int8"), ("cumsum", "float16", None),
+    ("cumprod", "float16", None)], ids=str)
 def test_large_scans(session, op, dtype, out_dtype, shape, axis):
     rng = np.random.default_rng(seed(op, dtype, shape))
+    if dtype == "float16":
+        # Rounded at every step, as NumPy's (each row in order on the GPU).
+        x = (rng.uniform(0.99, 1.01, size=shape) if op == "cumprod"
+             else rng.uniform(-3, 3, size=shape)).astype(np.float16)
+        attrs = {} if axis is None else {"axis": axis}
+        got = run(session, [x], lambda g, a: g.op(op, a, **attrs))
+        assert got.dtype == np.float16
+        np.testing.assert_array_equal(got, getattr(np, op)(x, axis=axis))
+        return
     if op == "cumprod" and dtype == "float32":
         x = rng.uniform(0.999, 1.001, size=shape).astype(np.float32)
     elif dtype == "float64":
