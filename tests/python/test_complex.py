@@ -206,6 +206,24 @@ def test_parts_members_and_functions(session):
     assert gf.isrealobj(x) and not gf.iscomplexobj(x)
 
 
+def test_real_part_of_a_real_array_is_the_array_itself(session):
+    # NumPy: x.real is x (and np.real(x) is x) for real dtypes, so a later
+    # rebinding of x (x += 1, x[0] = 9) shows through the name taken from it.
+    for dtype in (np.bool_, np.int8, np.uint32, np.float16, np.float64):
+        x_np = np.arange(6).reshape(2, 3).astype(dtype)
+        assert x_np.real is x_np and np.real(x_np) is x_np
+        x = session.asarray(x_np)
+        assert x.real is x
+        assert gf.real(x) is x
+    x = session.asarray(np.array([1.0, 2.0, 3.0], np.float32))
+    r = x.real
+    x += 1
+    x[0] = 9
+    np.testing.assert_array_equal(r.get(), np.array([9.0, 3.0, 4.0], np.float32))
+    z = session.asarray(np.array([1 + 2j], np.complex64))
+    assert z.real is not z and z.real.dtype == np.float32
+
+
 def test_real_if_close(session):
     close_np = np.array([1 + 1e-14j, 2 - 1e-15j])
     far_np = np.array([1 + 1e-3j, 2 + 0j])

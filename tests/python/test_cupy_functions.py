@@ -385,6 +385,28 @@ def test_gradient(session):
         gf.gradient(f, 1.0, 2.0)
 
 
+def test_gradient_of_complex_and_bool_arrays_keeps_numpy_dtypes(session):
+    # NumPy keeps an inexact dtype (complex too: the imaginary parts are
+    # differentiated); only integers go to float64; bool stays bool, so its
+    # subtraction raises NumPy's TypeError.
+    z_np = np.array([1 + 1j, 2 + 0j, 4j, -3 + 2.5j, 0.5 - 1j], np.complex64)
+    w_np = (np.arange(12, dtype=np.float64).reshape(3, 4) ** 2) * (1 - 2j)
+    coords = np.array([0.0, 1.0, 3.0, 3.5, 6.0])
+    z, w = r(session, z_np), r(session, w_np)
+    pairs = [(gf.gradient(z), np.gradient(z_np)),
+             (gf.gradient(z, 0.5, edge_order=2), np.gradient(z_np, 0.5, edge_order=2)),
+             (gf.gradient(z, coords), np.gradient(z_np, coords)),
+             (gf.gradient(z, coords, edge_order=2), np.gradient(z_np, coords, edge_order=2))]
+    pairs += list(zip(gf.gradient(w), np.gradient(w_np)))
+    check_all(pairs, rtol=1e-6)  # dtypes, shapes and values
+    b_np = np.array([True, False, True, True])
+    with pytest.raises(TypeError) as want:
+        np.gradient(b_np)
+    with pytest.raises(TypeError) as got:
+        gf.gradient(r(session, b_np))
+    assert str(got.value) == str(want.value)
+
+
 def test_unwrap(session):
     phase_np = np.array([0.0, 0.78, 5.49, 6.28, 12.0, -3.0, 3.14159, -3.14159])
     m_np = np.array([[0.0, 3.5, 7.0], [1.0, -2.5, 8.0]])

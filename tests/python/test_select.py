@@ -325,6 +325,21 @@ def test_unique_collapses_nans_and_signed_zeros(session):
                                                          np.float32))])
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_unique_collapses_every_complex_nan_into_one(session, dtype):
+    # NumPy: with equal_nan (the default) every complex value with a NaN part
+    # is one NaN, kept as the first of them in its sort order.
+    nan = np.nan
+    host = np.array([nan + 1j, 2, complex(1, nan), 2, nan, 1, complex(nan, nan), 1 - 1j], dtype)
+    x = session.asarray(host)
+    got = gf.unique(x, return_index=True, return_inverse=True, return_counts=True)
+    want = np.unique(host, return_index=True, return_inverse=True, return_counts=True)
+    assert want[0].shape == (4,)
+    check_all([(got[0], want[0]), (got[1], want[1]), (got[2], want[2].reshape(host.shape)),
+               (got[3], want[3])])
+    check_all([(gf.unique(x, equal_nan=False), np.unique(host, equal_nan=False))])
+
+
 def test_unique_of_empty_and_0d(session):
     e = session.asarray(np.zeros((0, 2), np.int16))
     v, i, inv, c = gf.unique(e, return_index=True, return_inverse=True, return_counts=True)

@@ -150,10 +150,10 @@ class ArrayMembers:
     @property
     def real(self):
         """The real part (float32 for complex64, float64 for complex128); a
-        real array itself."""
+        real array itself (the same object, as NumPy's ``x.real is x``)."""
         if _inference.is_complex(self._expr.dtype):
             return _apply("real", (self,))
-        return self._same()
+        return self
 
     @real.setter
     def real(self, value):

@@ -381,7 +381,9 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     if edge_order > 2:
         raise ValueError("'edge_order' greater than 2 not supported")
     otype = f._expr.dtype
-    if not _inference.is_float(otype):
+    if _inference.kind(otype) in "iu":
+        # NumPy: integers in float64; inexact dtypes (complex too) keep theirs,
+        # bool stays bool (its subtraction raises NumPy's TypeError).
         f, otype = f.astype("float64"), "float64"
     outs = []
     for ax, h in zip(axes, dx):
