@@ -81,25 +81,23 @@ template <class To> __device__ __forceinline__ To sat(float v) {
   return sat<To>((double)v);
 }
 
-// A NaN as a narrow float the way the host converts it (engine/ir/half.h,
-// as NumPy's float16): quiet, its sign and leading payload bits kept
-// (CUDA's conversions give 0x7FFF for every NaN).
-__device__ __forceinline__ f16 nan_f16(float v) {
-  const unsigned b = __float_as_uint(v);
-  return __ushort_as_half((unsigned short)(((b >> 16) & 0x8000u) | 0x7E00u | ((b & 0x7FFFFFu) >> 13)));
+// A NaN as a narrow float the way the host converts it (engine/ir/half.h's
+// RoundDoubleToBits, as NumPy's float16): quiet, its sign and leading
+// payload bits kept (CUDA's conversions give 0x7FFF for every NaN). The
+// NaN's bits in double's layout (a float's widened exactly), then the
+// narrow format's sign, quiet NaN bits and top `mant` payload bits.
+__device__ __forceinline__ unsigned long long nan_bits(float v) {
+  const unsigned long long b = __float_as_uint(v);
+  return ((b & 0x80000000ull) << 32) | ((b & 0x7FFFFFull) << 29);
 }
-__device__ __forceinline__ f16 nan_f16(double v) {
-  const unsigned long long b = (unsigned long long)__double_as_longlong(v);
-  return __ushort_as_half((unsigned short)(((b >> 48) & 0x8000u) | 0x7E00u | ((b & 0xFFFFFFFFFFFFFull) >> 42)));
+__device__ __forceinline__ unsigned long long nan_bits(double v) {
+  return (unsigned long long)__double_as_longlong(v);
 }
-__device__ __forceinline__ bf16 nan_bf16(float v) {
-  const unsigned b = __float_as_uint(v);
-  return __ushort_as_bfloat16((unsigned short)(((b >> 16) & 0x8000u) | 0x7FC0u | ((b & 0x7FFFFFu) >> 16)));
+__device__ __forceinline__ unsigned short narrow_nan(unsigned long long b, unsigned quiet, int mant) {
+  return (unsigned short)(((b >> 48) & 0x8000u) | quiet | ((b & 0xFFFFFFFFFFFFFull) >> (52 - mant)));
 }
-__device__ __forceinline__ bf16 nan_bf16(double v) {
-  const unsigned long long b = (unsigned long long)__double_as_longlong(v);
-  return __ushort_as_bfloat16((unsigned short)(((b >> 48) & 0x8000u) | 0x7FC0u | ((b & 0xFFFFFFFFFFFFFull) >> 45)));
-}
+template <class F> __device__ __forceinline__ f16 nan_f16(F v) { return __ushort_as_half(narrow_nan(nan_bits(v), 0x7E00u, 10)); }
+template <class F> __device__ __forceinline__ bf16 nan_bf16(F v) { return __ushort_as_bfloat16(narrow_nan(nan_bits(v), 0x7FC0u, 7)); }
 
 // cv<To>(v): gpuflow's conversion semantics between any two types. A value
 // of the type itself comes back untouched (a narrow float's NaN payload too).
