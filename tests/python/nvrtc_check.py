@@ -1,10 +1,13 @@
 """Compiles CUDA C++ for sm_90 as gpuflowd does, without a GPU: libnvrtc
 through ctypes, or nvcc when only it is there (tests that need one are
 marked ``needs_compiler`` and skip when the CUDA toolkit is missing).
-Shared by the gpuflow.jit tests (test_jit.py, test_jit_cupy_examples.py)."""
+Code that includes ``<cupy/complex.cuh>`` gets the server's device library
+in its place, as the server compiles raw kernels. Shared by the gpuflow.jit
+tests (test_jit.py, test_jit_cupy_examples.py, test_jit_complex.py)."""
 
 import ctypes
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -28,6 +31,43 @@ def _load_nvrtc():
     return None
 
 
+# The device library's text, from the sources the server is built from.
+_ENGINE_CUDA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "engine",
+                            "cuda")
+_CUPY_COMPLEX_INCLUDE = re.compile(r'^\s*#\s*include\s*(<cupy/complex\.cuh>|"cupy/complex\.cuh")'
+                                   r'\s*$')
+
+
+def _raw_string(filename, name):
+    with open(os.path.join(_ENGINE_CUDA, filename)) as f:
+        text = f.read()
+    start = text.index(f'const char {name}[] = R"CUDA(') + len(f'const char {name}[] = R"CUDA(')
+    return text[start:text.index(')CUDA";', start)]
+
+
+def raw_kernel_source(code):
+    """``code`` as the server compiles a raw kernel (engine/cuda/device_library_cupy.cc,
+    RawKernelSource): its first ``#include <cupy/complex.cuh>`` becomes the device
+    library with both complex libraries, and a #line directive keeps line numbers."""
+    lines = code.split("\n")
+    if not any(_CUPY_COMPLEX_INCLUDE.match(line) for line in lines):
+        return code
+    library = "".join(_raw_string(f, n) for f, n in (
+        ("device_library.cc", "kDeviceLibrary"),
+        ("device_library_complex.cc", "kDeviceComplexLibrary"),
+        ("device_library_cupy.cc", "kDeviceCupyComplexLibrary")))
+    out, included = [], False
+    for k, line in enumerate(lines, 1):
+        if not _CUPY_COMPLEX_INCLUDE.match(line):
+            out.append(line)
+            continue
+        if not included:
+            out.append(library)
+            included = True
+        out.append(f"#line {k + 1}")
+    return "\n".join(out)
+
+
 NVRTC = _load_nvrtc()
 NVCC = shutil.which("nvcc") or (os.path.join(CUDA_HOME, "bin", "nvcc")
                                 if os.path.exists(os.path.join(CUDA_HOME, "bin", "nvcc"))
@@ -38,6 +78,7 @@ needs_compiler = pytest.mark.skipif(NVRTC is None and NVCC is None,
 
 def compile_log(source):
     """(ok, log) of compiling ``source`` for sm_90 like the server."""
+    source = raw_kernel_source(source)
     if NVRTC is not None:
         prog = ctypes.c_void_p()
         assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"jit.cu", 0, None,

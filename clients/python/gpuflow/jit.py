@@ -15,13 +15,15 @@ client and run as ``raw_kernel`` nodes (see docs/jit.md).
     print(vec_add.cuda_source(a, b, y))              # the CUDA C++, offline
 
 At a call the argument types (an array's dtype and ndim; a numpy scalar's
-dtype; Python int, float and bool as int64, float64 and bool) pick a
-translation, made once per signature and cached on the kernel. The launch
-goes through :class:`gpuflow.RawKernel`, so its rules hold: a kernel writes
-only arguments made writable by ``gpuflow.empty``/``zeros``/... or
-``.copy()``, and each argument it stores into is rebound to the array as
-the kernel left it (one it only reads stays as it was). A kernel that stores into an argument that is not writable is
-refused before anything is sent (the write would otherwise be lost).
+dtype; Python int, float, complex and bool as int64, float64, complex128 and
+bool) pick a translation, made once per signature and cached on the kernel.
+The launch goes through :class:`gpuflow.RawKernel`, so its rules hold: a
+kernel writes only arguments made writable by ``gpuflow.empty``/``zeros``/...
+or ``.copy()``, and each argument it stores into is rebound to the array as
+the kernel left it (one it only reads stays as it was). A kernel that stores
+into an argument that is not writable is refused before anything is sent
+(the write would otherwise be lost). Complex values are CuPy's
+``complex<float>``/``complex<double>`` (docs/jit.md, "Complex values").
 
 Arrays travel as pointers. For an array parameter of ndim N >= 1 the
 translation appends N int64 parameters (its shape, C order) after the
@@ -137,7 +139,7 @@ _CTYPE = {
     "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
     "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
     "uint32": "unsigned int", "uint64": "unsigned long long", "float32": "float",
-    "float64": "double",
+    "float64": "double", "complex64": "complex<float>", "complex128": "complex<double>",
 }
 # Types C promotes to int in arithmetic: results are cast back.
 _NARROW = {"bool", "int8", "int16", "uint8", "uint16"}
@@ -145,7 +147,7 @@ _SUPPORTED_DTYPES = ", ".join(_CTYPE)
 
 
 def _kind(dtype):
-    return np.dtype(dtype).kind  # b, i, u, f
+    return np.dtype(dtype).kind  # b, i, u, f, c
 
 
 def _is_int(dtype):
@@ -154,6 +156,15 @@ def _is_int(dtype):
 
 def _is_float(dtype):
     return _kind(dtype) == "f"
+
+
+def _is_complex(dtype):
+    return _kind(dtype) == "c"
+
+
+def _part(dtype):
+    """The real type of a complex dtype's parts (complex64: float32)."""
+    return "float32" if dtype == "complex64" else "float64"
 
 
 class _V:
@@ -197,6 +208,11 @@ def _float_literal(value, dtype):
 
 def _literal(value, dtype):
     """C code for the number ``value`` as ``dtype``."""
+    if _is_complex(dtype):
+        value = complex(value)
+        part = _part(dtype)
+        return (f"{_CTYPE[dtype]}({_float_literal(value.real, part)}, "
+                f"{_float_literal(value.imag, part)})")
     if dtype == "bool":
         return "true" if value else "false"
     if _is_float(dtype):
@@ -218,6 +234,8 @@ def _literal_dtype(value):
         return "bool"
     if isinstance(value, np.generic):
         return value.dtype.name
+    if isinstance(value, complex):
+        return "complex128"
     return "int64" if isinstance(value, int) else "float64"
 
 
@@ -367,7 +385,15 @@ _UFUNC_NAMES = sorted(set(_FLOAT_UNARY) - {"asin", "acos", "atan", "asinh", "aco
                          "hypot", "power", "copysign", "fmod", "add", "subtract", "multiply",
                          "true_divide", "divide", "floor_divide", "remainder", "mod",
                          "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
-                         "right_shift"})
+                         "right_shift", "real", "imag", "conj", "conjugate"})
+# The functions of complex values kernels may call (by their C names in
+# _FLOAT_UNARY): the server's complex<T> has them, with NumPy's special values.
+_COMPLEX_FUNCTIONS = frozenset({
+    "sqrt", "exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh",
+    "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "rint",
+})
+_COMPLEX_UFUNCS = [n for n in _UFUNC_NAMES
+                   if _FLOAT_UNARY.get(n) in _COMPLEX_FUNCTIONS or n == "exp2"]
 _UFUNC_BINOP = {"add": ast.Add, "subtract": ast.Sub, "multiply": ast.Mult,
                 "true_divide": ast.Div, "divide": ast.Div, "floor_divide": ast.FloorDiv,
                 "remainder": ast.Mod, "mod": ast.Mod, "power": ast.Pow,
@@ -417,6 +443,7 @@ short signed sizeof static static_assert static_cast struct switch template this
 throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t while
 xor xor_eq threadIdx blockIdx blockDim gridDim warpSize main printf malloc free assert
 atomicAdd atomicSub atomicMax atomicMin atomicExch atomicCAS atomicAnd atomicOr atomicXor
+complex gf thrust i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16
 """.split()) | frozenset(n + s for n in list(_FLOAT_UNARY.values()) + list(_FLOAT_BINARY.values())
                           for s in ("", "f")) | frozenset({"fmax", "fmaxf", "fmin", "fminf"})
 
@@ -496,6 +523,7 @@ class _Translator:
         self.writes = {}         # parameter index -> first line that writes it
         self.counter = 0
         self.dynamic_shared = False
+        self.statement = self.fn  # the statement being translated (for errors)
         args = self.fn.args
         if (args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.kw_defaults
                 or args.posonlyargs):
@@ -562,6 +590,10 @@ class _Translator:
         params += self.shape_decls
         out = [f"// gpuflow.jit translation of {self.fn.name}() "
                f"({self.src.filename}:{self.fn.lineno + self.src.line_offset})"]
+        if any("complex<" in text for text in params + self.shared + self.lines
+               + [ctype for ctype, _ in self.decls]):
+            # CuPy's complex<T> (the server's own, as for RawKernel code).
+            out.append("#include <cupy/complex.cuh>")
         out += [_HELPERS[k].strip("\n") for k in self.helpers]
         name = self.cnames[self.fn.name]
         out.append(f'extern "C" __global__ void {name}({", ".join(params) or "void"}) {{')
@@ -578,6 +610,7 @@ class _Translator:
             method = getattr(self, "stmt_" + type(s).__name__, None)
             if method is None:
                 raise self.src.unsupported(s)
+            self.statement = s
             method(s)
 
     def stmt_Pass(self, node):
@@ -741,7 +774,7 @@ class _Translator:
             v = self.scalar(node.value)
             res = self.binop(node.op, cur, v, node)
             self.store(arr, target)
-            self.emit(f"{arr.cname}[{k}] = {self.cast(res, arr.dtype)};")
+            self.emit(f"{arr.cname}[{k}] = {self.stored(res, arr, node)};")
         else:
             raise self.src.unsupported(target, "augmented assignment to this target")
 
@@ -757,7 +790,7 @@ class _Translator:
             v = self.scalar(value_node)
             arr, off = self.element(target)
             self.store(arr, target)
-            self.emit(f"{arr.cname}[{off}] = {self.cast(v, arr.dtype)};")
+            self.emit(f"{arr.cname}[{off}] = {self.stored(v, arr, value_node)};")
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value_node, (ast.Tuple, ast.List)):
                 values = [self.expr(e) for e in value_node.elts]
@@ -788,7 +821,7 @@ class _Translator:
                 elif isinstance(t, ast.Subscript):
                     arr, off = self.element(t)
                     self.store(arr, t)
-                    self.emit(f"{arr.cname}[{off}] = {self.cast(v, arr.dtype)};")
+                    self.emit(f"{arr.cname}[{off}] = {self.stored(v, arr, value_node)};")
                 else:
                     raise self.src.unsupported(t, "nested unpacking")
         else:
@@ -885,6 +918,16 @@ class _Translator:
         self.shared.append(f"__shared__ {align}{_CTYPE[dtype]} {cname}[{total}];")
         self.arrays[name] = _Array(name, cname, dtype, len(dims), dims, shared=True)
 
+    def stored(self, v, arr, node):
+        """C code for v stored into an element of arr (cast to its dtype)."""
+        if _is_complex(v.dtype) and not _is_complex(arr.dtype):
+            raise self.src.error(node, f"cannot store {v.dtype} values into the {arr.dtype} "
+                                       f"array {arr.name!r}: that would discard the imaginary "
+                                       "part (NumPy warns, CuPy's complex<T> does not convert); "
+                                       "store .real, .imag or abs() explicitly",
+                                 "complex to real conversion")
+        return self.cast(v, arr.dtype)
+
     def store(self, arr, node):
         if arr.param is not None:
             self.writes.setdefault(arr.param, node.lineno + self.src.line_offset)
@@ -923,10 +966,24 @@ class _Translator:
                                  "non-constant size")
         return int(v.const)
 
-    def cast(self, v, dtype):
-        """C code for v converted to dtype."""
+    def cast(self, v, dtype, node=None):
+        """C code for v converted to dtype. Complex values convert to complex
+        and to bool (nonzero), not to other real types: that would drop the
+        imaginary part, which NumPy warns about and CuPy's complex<T> refuses."""
         if v.dtype == dtype:
             return v.code
+        if _is_complex(dtype):
+            if v.const is not None:
+                return _literal(v.const, dtype)
+            if _is_complex(v.dtype):
+                return f"{_CTYPE[dtype]}({v.code})"
+            return f"{_CTYPE[dtype]}(({_CTYPE[_part(dtype)]})({v.code}))"
+        if _is_complex(v.dtype):
+            if dtype == "bool":
+                if v.const is not None:
+                    return _literal(bool(v.const), "bool")
+                return f"({v.code} != {_CTYPE[v.dtype]}(0))"
+            raise self.complex_to_real(node or self.statement, v.dtype, dtype)
         if v.const is not None:
             if dtype == "bool":
                 return _literal(bool(v.const), "bool")
@@ -941,6 +998,12 @@ class _Translator:
                 return _literal(float(v.const), dtype)
         return f"(({_CTYPE[dtype]})({v.code}))"
 
+    def complex_to_real(self, node, src, dst, what="convert"):
+        return self.src.error(node, f"cannot {what} {src} to {dst}: that would discard the "
+                                    "imaginary part (NumPy warns, CuPy's complex<T> does not "
+                                    "convert); take .real, .imag or abs() explicitly",
+                              "complex to real conversion")
+
     def expr_Constant(self, node):
         value = node.value
         if isinstance(value, bool):
@@ -952,7 +1015,9 @@ class _Translator:
             return _V(_literal(value, "int64"), "int64", weak=True, const=value)
         if isinstance(value, float):
             return _V(_literal(value, "float64"), "float64", weak=True, const=value)
-        what = {str: "string", bytes: "bytes", complex: "complex number"}.get(type(value))
+        if isinstance(value, complex):
+            return _V(_literal(value, "complex128"), "complex128", weak=True, const=value)
+        what = {str: "string", bytes: "bytes"}.get(type(value))
         if value is None:
             what = "None"
         raise self.src.unsupported(node, f"{what or type(value).__name__} literal")
@@ -969,6 +1034,12 @@ class _Translator:
             dtype, cname = self.vars[name]
             return _V(cname, dtype)
         return self.object_value(self.global_object(node), node)
+
+    def names_global(self, node):
+        """Whether node is a name (or attribute chain) of a Python object outside the kernel."""
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id not in self.locals
 
     def global_object(self, node):
         """The Python object a non-local name (or attribute chain) names, or None."""
@@ -994,9 +1065,9 @@ class _Translator:
         if isinstance(obj, (bool, np.bool_)):
             return _V(_literal(bool(obj), "bool"), "bool", weak=not isinstance(obj, np.bool_),
                       const=bool(obj))
-        if isinstance(obj, (int, float)) and not isinstance(obj, np.generic):
+        if isinstance(obj, (int, float, complex)) and not isinstance(obj, np.generic):
             return self.expr_Constant(ast.copy_location(ast.Constant(obj), node))
-        if isinstance(obj, (np.integer, np.floating)):
+        if isinstance(obj, (np.integer, np.floating, np.complexfloating)):
             dtype = obj.dtype.name
             if dtype not in _CTYPE:
                 raise self.src.error(node, f"{dtype} values are not supported", "dtype")
@@ -1038,6 +1109,8 @@ class _Translator:
                 return _V("(" + " * ".join(dims) + ")" if len(dims) > 1 else dims[0], "int64")
             raise self.src.error(node, f"arrays have .shape, .size and .ndim in kernels, not "
                                        f".{attr}", f"array attribute .{attr}")
+        if base.kind == "scalar" and base.dtype != "void" and attr in ("real", "imag"):
+            return self.complex_part(attr, base, node)
         raise self.src.error(node, f"{self.describe(base)} has no attribute .{attr} in kernels",
                              f"attribute .{attr}")
 
@@ -1140,11 +1213,10 @@ class _Translator:
         if a.weak and b.weak:
             try:
                 value = _PY_BINOPS[type(op)](a.const, b.const)
-            except (ZeroDivisionError, ValueError, OverflowError) as err:
+            except (ZeroDivisionError, ValueError, OverflowError, TypeError) as err:
                 raise self.src.error(node, f"constant expression: {err}",
                                      f"operator {sym}") from None
-            return self.object_value(value, node) if not isinstance(value, complex) else \
-                self.src.unsupported(node, "complex result")
+            return self.object_value(value, node)
         try:
             protos = [np.empty(0, v.dtype) if not v.weak else _weak_proto(v) for v in (a, b)]
             rt = ufunc(*protos).dtype.name
@@ -1163,6 +1235,8 @@ class _Translator:
             self.helper("mod")
             return _V(f"_gf_mod({ca}, {cb})", rt, pure=pure)
         if isinstance(op, ast.Pow):
+            if _is_complex(rt):   # NumPy's complex power (the server's c_pow)
+                return _V(f"gf::pow({ca}, {cb})", rt, pure=pure)
             if _is_float(rt):
                 fn = "powf" if rt == "float32" else "pow"
                 return _V(f"{fn}({ca}, {cb})", rt, pure=pure)
@@ -1186,7 +1260,11 @@ class _Translator:
         if isinstance(op, ast.UAdd):
             return v
         if v.weak:
-            value = -v.const if isinstance(op, ast.USub) else ~v.const
+            try:
+                value = -v.const if isinstance(op, ast.USub) else ~v.const
+            except TypeError as err:   # ~ of a float or complex literal
+                raise self.src.error(node, f"constant expression: {err}",
+                                     "operator ~") from None
             return self.object_value(value, node)
         if isinstance(op, ast.USub):
             if v.dtype == "bool":
@@ -1224,9 +1302,19 @@ class _Translator:
                                            "not have side effects (it is evaluated twice)",
                                      "chained comparison")
             t = self.promote([a, b], node, f"comparison {_COMPARE[type(op)]}")
+            if _is_complex(t) and not isinstance(op, (ast.Eq, ast.NotEq)):
+                raise self.unordered(node, _COMPARE[type(op)], a, b)
             parts.append(f"({self.cast(a, t)} {_COMPARE[type(op)]} {self.cast(b, t)})")
         code = parts[0] if len(parts) == 1 else "(" + " && ".join(parts) + ")"
         return _V(code, "bool", pure=all(v.pure for v in operands))
+
+    def unordered(self, node, sym, a, b):
+        """The error for an order between complex values (Python's TypeError's words)."""
+        names = [f"a Python {type(v.const).__name__}" if v.weak else v.dtype for v in (a, b)]
+        return self.src.error(node, f"'{sym}' not supported between {names[0]} and {names[1]}: "
+                                    "complex numbers are not ordered in kernels (== and != "
+                                    "are; compare .real, .imag or abs())",
+                              f"comparison {sym} of complex values")
 
     def expr_IfExp(self, node):
         cond = self.truth(node.test)
@@ -1244,6 +1332,15 @@ class _Translator:
     # -- calls -------------------------------------------------------------------------
 
     def expr_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("conj", "conjugate") and \
+                not self.names_global(func.value):
+            base = self.expr(func.value)   # a number's z.conj() / z.conjugate()
+            if base.kind == "scalar" and base.dtype != "void":
+                if node.args or node.keywords:
+                    raise self.src.error(node, f".{func.attr}() takes no arguments",
+                                         f".{func.attr}()")
+                return self.complex_part("conj", base, node)
         f = self.expr(node.func)
         if f.kind != "object":
             raise self.src.error(node, f"cannot call {self.describe(f)}", "call")
@@ -1257,15 +1354,20 @@ class _Translator:
             raise self.src.error(node, "jit.shared_memory(...) must be assigned to a name",
                                  "jit.shared_memory")
         if (isinstance(obj, type) and issubclass(obj, np.generic)) or \
-                any(obj is t for t in (int, float, bool)):
-            dtype = "int64" if obj is int else "float64" if obj is float else \
-                "bool" if obj is bool else np.dtype(obj).name
+                any(obj is t for t in (int, float, bool, complex)):
+            dtype = {int: "int64", float: "float64", bool: "bool", complex: "complex128"}.get(
+                obj) or np.dtype(obj).name
             if dtype not in _CTYPE:
                 raise self.src.error(node, f"{dtype} is not supported in kernels (supported: "
                                            f"{_SUPPORTED_DTYPES})", "dtype")
+            if obj is complex and len(node.args) == 2 and not node.keywords:
+                return self.complex_from_parts(node)
             if len(node.args) != 1 or node.keywords:
-                raise self.src.error(node, "a cast takes one argument", "cast")
+                raise self.src.error(node, "a cast takes one argument" + (
+                    " (or two, complex(real, imag))" if obj is complex else ""), "cast")
             v = self.scalar(node.args[0])
+            if _is_complex(v.dtype) and not _is_complex(dtype) and dtype != "bool":
+                raise self.complex_to_real(node, v.dtype, dtype, what="cast")
             return _V(self.cast(v, dtype), dtype, pure=v.pure, const=_cast_const(v.const, dtype))
         if obj is builtins.range:
             raise self.src.error(node, "range() can only be used in 'for' loops", "range()")
@@ -1286,6 +1388,8 @@ class _Translator:
             acc = values[0]
             for v in values[1:]:
                 t = self.promote([acc, v], node, f"{obj.__name__}()")
+                if _is_complex(t):
+                    raise self.unordered(node, "<" if obj is builtins.min else ">", v, acc)
                 acc = _V(f"_gf_py{obj.__name__}({self.cast(acc, t)}, {self.cast(v, t)})", t,
                          pure=acc.pure and v.pure)
             return acc
@@ -1306,6 +1410,19 @@ class _Translator:
                                    "supported in gpuflow.jit kernels (kernels call math.*, "
                                    "gpuflow/numpy ufuncs, casts and gpuflow.jit functions)",
                              f"call to {getattr(obj, '__name__', repr(obj))}")
+
+    def complex_from_parts(self, node):
+        """``complex(re, im)``: complex128 from two real numbers, as Python's."""
+        re, im = (self.scalar(a) for a in node.args)
+        for v, a in ((re, node.args[0]), (im, node.args[1])):
+            if _is_complex(v.dtype):
+                raise self.src.error(a, "complex(real, imag) takes real numbers in kernels, "
+                                        f"got {v.dtype}", "cast")
+        if re.const is not None and im.const is not None:
+            value = complex(float(re.const), float(im.const))
+            return _V(_literal(value, "complex128"), "complex128", const=value)
+        return _V(f"complex<double>({self.cast(re, 'float64')}, {self.cast(im, 'float64')})",
+                  "complex128", pure=re.pure and im.pure)
 
     def one_arg(self, node, what):
         if len(node.args) != 1 or node.keywords:
@@ -1337,6 +1454,12 @@ class _Translator:
 
     def call_math(self, name, node):
         what = f"math.{name}"
+        for a in node.args:
+            v = self.scalar(a)
+            if _is_complex(v.dtype):
+                raise self.src.error(a, f"{what}() takes real numbers, got {v.dtype} (Python's "
+                                        "math raises TypeError for complex values; NumPy's and "
+                                        "gpuflow's ufuncs take them)", what)
         if name in ("floor", "ceil", "trunc"):
             (v,) = self.args_of(node, 1, what)
             if _is_int(v.dtype) or v.dtype == "bool":
@@ -1371,6 +1494,12 @@ class _Translator:
         if name in _UFUNC_BINOP:
             a, b = self.args_of(node, 2, what)
             return self.binop(_UFUNC_BINOP[name](), a, b, node)
+        if name in ("real", "imag", "conj", "conjugate"):
+            (v,) = self.args_of(node, 1, what)
+            return self.complex_part(name, v, node)
+        if name not in ("negative", "logical_not", "square") and \
+                any(_is_complex(self.scalar(a).dtype) for a in node.args):
+            return self.complex_ufunc(name, node)
         if name in ("abs", "absolute"):
             (v,) = self.args_of(node, 1, what)
             if _is_float(v.dtype):
@@ -1414,6 +1543,57 @@ class _Translator:
             return self.float_call2(_FLOAT_BINARY[name], a, b, node, name)
         (v,) = self.args_of(node, 1, what)
         return self.float_call(_FLOAT_UNARY[name], v, node)
+
+    def complex_part(self, name, v, node):
+        """``real``, ``imag`` and ``conj`` of a number (a real one is its own
+        real part and conjugate, and has a zero imaginary part, as in NumPy)."""
+        if not _is_complex(v.dtype):
+            if name != "imag":
+                return v
+            if v.weak:
+                return self.object_value(type(v.const)(0), node)
+            return _V(_literal(0, v.dtype), v.dtype, const=0)
+        if v.weak:
+            value = v.const.real if name == "real" else v.const.imag if name == "imag" else \
+                v.const.conjugate()
+            return self.object_value(value, node)
+        if name in ("conj", "conjugate"):
+            return _V(f"gf::conj({v.code})", v.dtype, pure=v.pure)
+        return _V(f"({v.code}).{name}()", _part(v.dtype), pure=v.pure)
+
+    def complex_ufunc(self, name, node):
+        """A ufunc of complex values: abs, isnan/isinf/isfinite and the complex
+        functions of the server's complex<T> (NumPy's special values)."""
+        if name in ("abs", "absolute"):
+            (v,) = self.args_of(node, 1, name)
+            if v.weak:
+                return self.object_value(abs(v.const), node)
+            return _V(f"gf::abs({v.code})", _part(v.dtype), pure=v.pure)
+        if name in ("isnan", "isinf", "isfinite"):
+            (v,) = self.args_of(node, 1, name)
+            return _V(f"gf::{name}({v.code})", "bool", pure=v.pure)
+        if name == "exp2":   # NumPy's: exp(z * ln 2), part by part
+            (v,) = self.args_of(node, 1, name)
+            t = v.dtype
+            return _V(f"gf::exp({self.cast(v, t)} * {_literal(math.log(2), _part(t))})", t,
+                      pure=v.pure)
+        base = _FLOAT_UNARY.get(name)
+        if base in _COMPLEX_FUNCTIONS:
+            (v,) = self.args_of(node, 1, name)
+            return _V(f"gf::{base}({v.code})", v.dtype, pure=v.pure)
+        values = [self.scalar(a) for a in node.args]
+        dtypes = " and ".join(v.dtype for v in values)
+        try:
+            protos = [np.empty(0, v.dtype) if not v.weak else _weak_proto(v) for v in values]
+            getattr(np, name)(*protos)
+        except (TypeError, AttributeError):
+            raise self.src.error(node, f"ufunc '{name}' not supported for {dtypes} (NumPy does "
+                                       "not define it for complex values either)",
+                                 name) from None
+        raise self.src.error(node, f"{name}() of complex values ({dtypes}) is not supported in "
+                                   "gpuflow.jit kernels (complex values take + - * / **, == "
+                                   "and !=, abs, real, imag, conj, isnan/isinf/isfinite and "
+                                   f"{', '.join(_COMPLEX_UFUNCS)})", name)
 
     # -- gpuflow.jit functions ------------------------------------------------------------
 
@@ -1586,6 +1766,9 @@ class _Translator:
         mask = self.mask(args, "mask")
         v = self.scalar(args["var"])
         t = "int64" if v.weak and _is_int(v.dtype) else v.dtype
+        if _is_complex(t):
+            raise self.src.error(args["var"], f"jit.{fn[2:]} does not support {t} values "
+                                              "(shuffle .real and .imag apart)", f"jit.{fn[2:]}")
         lane = self.scalar(args[lane_name])
         if not _is_int(lane.dtype):
             raise self.src.error(args[lane_name], f"{lane_name} must be an integer", fn)
@@ -1617,7 +1800,9 @@ class _Translator:
     def vote(self, node, fn, dtype):
         args = self.intrinsic_args(node, ["mask", "predicate"], 2)
         mask = self.mask(args, "mask")
-        pred = self.cast(self.scalar(args["predicate"]), "int32")
+        pred = self.scalar(args["predicate"])
+        pred = self.cast(_V(self.cast(pred, "bool"), "bool") if _is_complex(pred.dtype) else
+                         pred, "int32")
         code = f"{fn}({mask}, {pred})"
         return _V(f"({code} != 0)" if dtype == "bool" else code, dtype, pure=False)
 
@@ -1643,8 +1828,8 @@ class _Translator:
         try:
             if obj is None or obj == "bfloat16":
                 raise TypeError
-            if obj in (int, float, bool):
-                dtype = {int: "int64", float: "float64", bool: "bool"}[obj]
+            if obj in (int, float, bool, complex):
+                dtype = {int: "int64", float: "float64", bool: "bool", complex: "complex128"}[obj]
             else:
                 dtype = np.dtype(obj).name
         except TypeError:
@@ -1662,6 +1847,10 @@ def _cast_const(value, dtype):
         return None
     if dtype == "bool":
         return bool(value)
+    if _is_complex(dtype):
+        return complex(np.array(value, dtype=np.complex128).astype(dtype))
+    if isinstance(value, complex):
+        return None
     if _is_float(dtype):
         return float(np.array(value, dtype=np.float64).astype(dtype))
     if isinstance(value, float) and not math.isfinite(value):
@@ -1674,7 +1863,7 @@ def _cast_const(value, dtype):
 def _weak_proto(v):
     if isinstance(v.const, (bool, np.bool_)):
         return False
-    return 0 if _is_int(v.dtype) else 0.0
+    return 0 if _is_int(v.dtype) else 0j if _is_complex(v.dtype) else 0.0
 
 
 _MATH_TABLE = None
@@ -1729,6 +1918,8 @@ def _arg_type(value, i, param, kernel):
         return ("scalar", "int64")
     if isinstance(value, float):
         return ("scalar", "float64")
+    if isinstance(value, complex):
+        return ("scalar", "complex128")
     if isinstance(value, np.generic):
         dtype = value.dtype.name
         kind = "scalar"
@@ -1827,6 +2018,8 @@ class JitKernel:
                 v = np.int64(v)
             elif isinstance(v, float):
                 v = np.float64(v)
+            elif isinstance(v, complex):
+                v = np.complex128(v)
             full.append(v)
         for i, ndim in tr.arrays:
             full.extend(np.int64(d) for d in args[i].shape)
