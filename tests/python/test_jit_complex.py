@@ -7,8 +7,12 @@ the server's complex<T>; skipped without the CUDA toolkit), the types follow
 NumPy 2's promotion (checked in the declarations of the translation), what
 stays unsupported raises JitError at translation time with the construct
 and its line, and launches reach the server as raw_kernel nodes (the CPU
-backend answers FAILED_PRECONDITION). With GPUFLOW_TEST_BACKEND=cuda the
-launches' results are checked against NumPy.
+backend answers FAILED_PRECONDITION); with nvcc here, the launches' results
+are checked against NumPy through the host emulation of the translations
+(jit_host_emulation.py: the translation and the server's device library
+compiled for the host; kernels whose threads share nothing). With
+GPUFLOW_TEST_BACKEND=cuda the launches' results on the device are checked
+against NumPy.
 """
 
 import inspect
@@ -24,6 +28,7 @@ import gpuflow
 import gpuflow as gf
 from gpuflow import jit
 from conftest import BACKEND
+import jit_host_emulation
 from kernel_nodes import attrs_of, node_of, runs_or_needs_cuda
 from nvrtc_check import assert_compiles, needs_compiler
 
@@ -145,6 +150,37 @@ def _ufunc_kernel(name, module):
         if i < y.size:
             y[i] = fn(z[i])
     return kernel
+
+
+@jit.rawkernel()
+def complex_functions(z, y):
+    """COMPLEX_UFUNCS in order, one row of y each."""
+    i = jit.grid(1)
+    if i < z.size:
+        v = z[i]
+        y[0, i] = np.sqrt(v)
+        y[1, i] = np.exp(v)
+        y[2, i] = np.exp2(v)
+        y[3, i] = np.expm1(v)
+        y[4, i] = np.log(v)
+        y[5, i] = np.log2(v)
+        y[6, i] = np.log10(v)
+        y[7, i] = np.log1p(v)
+        y[8, i] = np.sin(v)
+        y[9, i] = np.cos(v)
+        y[10, i] = np.tan(v)
+        y[11, i] = np.sinh(v)
+        y[12, i] = np.cosh(v)
+        y[13, i] = np.tanh(v)
+        y[14, i] = np.arcsin(v)
+        y[15, i] = np.arccos(v)
+        y[16, i] = np.arctan(v)
+        y[17, i] = np.arcsinh(v)
+        y[18, i] = np.arccosh(v)
+        y[19, i] = np.arctanh(v)
+        y[20, i] = np.rint(v)
+        y[21, i] = np.square(v)
+        y[22, i] = np.negative(v)
 
 
 @jit.rawkernel()
@@ -492,10 +528,43 @@ def test_complex_arguments_of_unsupported_dtypes_are_still_refused():
 
 
 # ---- launches --------------------------------------------------------------------------------
+#
+# Each launch goes through gpuflow (on the CPU backend the server refuses the
+# raw kernel at evaluation) and, on the CPU backend with nvcc here, through the
+# host emulation too (jit_host_emulation.py): its results are checked against
+# the same NumPy reference, so the translation's numbers are checked without a
+# GPU as well.
+
+EMULATE = not CUDA and jit_host_emulation.NVCC is not None
 
 
-def _launch(kernel, n, *args):
-    kernel(((n + 127) // 128,), (128,), args)
+def launch(kernel, grid, block, args):
+    """kernel(grid, block, args); returns {id(array): emulated result} for the
+    RemoteArray arguments when the host emulation runs (else {})."""
+    emulated = {}
+    if EMULATE:
+        values = [a.get() if isinstance(a, gf.RemoteArray) else a for a in args]
+        if jit_host_emulation.emulates(kernel.cuda_source(*values)):
+            results = jit_host_emulation.run(kernel, grid, block, values)
+            emulated = {id(a): r for a, r in zip(args, results) if isinstance(a, gf.RemoteArray)}
+    kernel(grid, block, args)
+    return emulated
+
+
+def check(array, want, emulated, rtol, atol=0):
+    """The launch's result equals ``want``: on CUDA, and in the host emulation."""
+    want = np.asarray(want)
+    runs_or_needs_cuda(array, want, rtol=rtol, atol=atol)
+    if id(array) in emulated:
+        got = emulated[id(array)]
+        assert got.dtype == array.dtype == want.dtype, (got.dtype, want.dtype)
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    else:
+        assert not EMULATE or "__syncthreads" in attrs_of(node_of(array))["code"]
+
+
+def grid_for(n):
+    return ((n + 127) // 128,), (128,)
 
 
 def arith_reference(z, w, x, c):
@@ -515,18 +584,17 @@ def test_complex_arithmetic_matches_numpy(raw_kernel_server):
             x_np = rng.standard_normal(n).astype(xt) if xt != "int32" else \
                 rng.integers(-5, 5, n).astype(xt)
             y = gf.zeros(n, yt)
-            _launch(complex_arith, n, s.asarray(z_np), s.asarray(w_np), s.asarray(x_np), c, y)
-            node = node_of(y)
-            assert attrs_of(node)["code"].splitlines()[1] == "#include <cupy/complex.cuh>"
+            emu = launch(complex_arith, *grid_for(n),
+                         (s.asarray(z_np), s.asarray(w_np), s.asarray(x_np), c, y))
+            assert attrs_of(node_of(y))["code"].splitlines()[1] == "#include <cupy/complex.cuh>"
             # A Python float or complex argument is float64 or complex128 (CuPy's
-            # typing), not a weak scalar as it would be in NumPy.
-            c_typed = np.float64(c) if isinstance(c, float) else \
-                np.complex128(c) if isinstance(c, complex) else c
-            want = arith_reference(z_np, w_np, x_np, c_typed)
+            # typing), not a weak scalar as it would be in NumPy: a 1-element
+            # array of that type in the reference (typed so by every NumPy).
+            want = arith_reference(z_np, w_np, x_np, np.array([c]))
             # Each operation is typed as NumPy types it: the same roundings.
             single = C64 in (zt, wt) or xt == "float32" or isinstance(c, np.complex64)
-            runs_or_needs_cuda(y, want.astype(yt), rtol=RTOL[C64 if single else C128],
-                               atol=1e-5 if single else 1e-12)
+            check(y, want.astype(yt), emu, rtol=RTOL[C64 if single else C128],
+                  atol=1e-5 if single else 1e-12)
 
 
 def test_python_complex_scalar_reaches_the_server_as_complex128(raw_kernel_server):
@@ -535,12 +603,11 @@ def test_python_complex_scalar_reaches_the_server_as_complex128(raw_kernel_serve
         x_np = np.ones(4, np.float32)
         y = gf.zeros(4, np.complex128)
         z = s.asarray(z_np)
-        _launch(complex_arith, 4, z, z, s.asarray(x_np), 0.5 - 2j, y)
+        emu = launch(complex_arith, 1, 4, (z, z, s.asarray(x_np), 0.5 - 2j, y))
         scalar = node_of(y).inputs[3].scalar
         assert scalar.dtype == gf.v1.types_pb2.DTYPE_COMPLEX128
         assert (scalar.complex_value.real, scalar.complex_value.imag) == (0.5, -2.0)
-        runs_or_needs_cuda(y, arith_reference(z_np, z_np, x_np, np.complex128(0.5 - 2j)),
-                           rtol=1e-6)
+        check(y, arith_reference(z_np, z_np, x_np, np.array([0.5 - 2j])), emu, rtol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", [C64, C128])
@@ -554,22 +621,22 @@ def test_complex_literals_parts_and_comparisons_match_numpy(raw_kernel_server, d
     with gf.connect(raw_kernel_server.target) as conn, conn.session() as s:
         z, w = s.asarray(z_np), s.asarray(w_np)
         y = gf.zeros(n, dtype)
-        _launch(complex_literals, n, z, y)
+        emu = launch(complex_literals, *grid_for(n), (z, y))
         a = z_np * 2.0 + 1j
         b = (1 + 2j) * z_np - 3
         want = a / b + complex(1, -0.5) + abs(3 + 4j) + (2 - 1j).conjugate() + (1j).imag
-        runs_or_needs_cuda(y, want.astype(dtype), rtol=RTOL[dtype] * 4, atol=RTOL[dtype] * 4)
+        check(y, want.astype(dtype), emu, rtol=RTOL[dtype] * 4, atol=RTOL[dtype] * 4)
 
         outs = [gf.zeros(n, rt), gf.zeros(n, rt), gf.zeros(n, rt), gf.zeros(n, dtype)]
-        _launch(complex_parts, n, z, *outs)
+        emu = launch(complex_parts, *grid_for(n), (z, *outs))
         for out, want in zip(outs, [z_np.real, z_np.imag, np.abs(z_np), np.conj(z_np)]):
-            runs_or_needs_cuda(out, want, rtol=RTOL[dtype])
+            check(out, want, emu, rtol=RTOL[dtype])
 
         eq, ne, truth = (gf.zeros(n, np.bool_) for _ in range(3))
-        _launch(complex_compare, n, z, w, eq, ne, truth)
-        runs_or_needs_cuda(eq, (z_np == w_np) | (z_np == 1))
-        runs_or_needs_cuda(ne, (z_np != w_np) & (z_np != 1j))
-        runs_or_needs_cuda(truth, z_np != 0)
+        emu = launch(complex_compare, *grid_for(n), (z, w, eq, ne, truth))
+        check(eq, (z_np == w_np) | (z_np == 1), emu, rtol=0)
+        check(ne, (z_np != w_np) & (z_np != 1j), emu, rtol=0)
+        check(truth, z_np != 0, emu, rtol=0)
 
 
 @pytest.mark.parametrize("dtype", [C64, C128])
@@ -583,20 +650,20 @@ def test_complex_ufuncs_match_numpy(raw_kernel_server, dtype):
     rtol = {C64: 1e-5, C128: 1e-12}[dtype]
     with gf.connect(raw_kernel_server.target) as conn, conn.session() as s:
         z = s.asarray(z_np)
-        for name, ref in COMPLEX_UFUNCS:
-            y = gf.zeros(n, dtype)
-            _launch(_ufunc_kernel(name, np), n, z, y)
-            with np.errstate(all="ignore"):
-                want = ref(z_np)
-            assert want.dtype == dtype, name
-            runs_or_needs_cuda(y, want, rtol=rtol, atol=rtol)
+        y = gf.zeros((len(COMPLEX_UFUNCS), n), dtype)
+        emu = launch(complex_functions, *grid_for(n), (z, y))
+        assert [name for name, _ in COMPLEX_UFUNCS] == re.findall(
+            r"y\[\d+, i\] = np\.(\w+)\(v\)", inspect.getsource(complex_functions.func))
+        with np.errstate(all="ignore"):
+            want = np.stack([ref(z_np) for _, ref in COMPLEX_UFUNCS])
+            check(y, want, emu, rtol=rtol, atol=rtol)
 
         special = np.array([0, 1, np.inf, -np.inf + 1j, complex(np.nan, 1), complex(1, np.inf),
                             complex(np.nan, np.inf), 1e30j], dtype)
         flags = [gf.zeros(8, np.bool_) for _ in range(3)]
-        _launch(complex_classify, 8, s.asarray(special), *flags)
+        emu = launch(complex_classify, 1, 8, (s.asarray(special), *flags))
         for out, ref in zip(flags, (np.isnan, np.isinf, np.isfinite)):
-            runs_or_needs_cuda(out, ref(special))
+            check(out, ref(special), emu, rtol=0)
 
 
 @pytest.mark.parametrize("dtype", [C64, C128])
@@ -608,10 +675,11 @@ def test_complex_powers_match_numpy(raw_kernel_server, dtype):
     rtol = {C64: 1e-5, C128: 1e-12}[dtype]
     with gf.connect(raw_kernel_server.target) as conn, conn.session() as s:
         p = gf.zeros((6, n), dtype)
-        _launch(complex_powers, n, s.asarray(z_np), s.asarray(w_np), s.asarray(x_np), p)
+        emu = launch(complex_powers, *grid_for(n),
+                     (s.asarray(z_np), s.asarray(w_np), s.asarray(x_np), p))
         want = np.stack([z_np ** 2, z_np ** w_np, z_np ** 0.5, 2 ** z_np, x_np ** z_np,
                          np.power(z_np, -3)]).astype(dtype)
-        runs_or_needs_cuda(p, want, rtol=rtol, atol=rtol)
+        check(p, want, emu, rtol=rtol, atol=rtol)
 
 
 def test_complex_accumulation_and_shared_memory_match_numpy(raw_kernel_server):
@@ -621,15 +689,15 @@ def test_complex_accumulation_and_shared_memory_match_numpy(raw_kernel_server):
     big_np = complex_normal(rng, 1000, C64)
     with gf.connect(raw_kernel_server.target) as conn, conn.session() as s:
         out = gf.zeros(7, C64)
-        complex_accumulate((1,), (32,), (s.asarray(z_np), s.asarray(w_np), out))
+        emu = launch(complex_accumulate, 1, 32, (s.asarray(z_np), s.asarray(w_np), out))
         acc = (z_np * w_np).sum(axis=1)
         want = acc * np.complex64(0.5) - np.where(acc != 0, z_np[:, 0], 1j)
-        runs_or_needs_cuda(out, want.astype(C64), rtol=1e-5, atol=1e-5)
+        check(out, want.astype(C64), emu, rtol=1e-5, atol=1e-5)
 
+        # Threads that share memory: on a GPU only.
         blocks = (1000 + 127) // 128
         partial = gf.zeros(blocks, C128)
-        complex_block_sum((blocks,), (128,), (s.asarray(big_np), partial))
+        emu = launch(complex_block_sum, blocks, 128, (s.asarray(big_np), partial))
         padded = np.zeros(blocks * 128, C128)
         padded[:1000] = big_np
-        runs_or_needs_cuda(partial, padded.reshape(blocks, 128).sum(axis=1), rtol=1e-12,
-                           atol=1e-12)
+        check(partial, padded.reshape(blocks, 128).sum(axis=1), emu, rtol=1e-12, atol=1e-12)
