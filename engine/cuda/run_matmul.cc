@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/codegen.h"
@@ -43,23 +44,32 @@ std::optional<BlasMatmul> BlasMatmulFor(const ValidatedNode& node) {
   p.m = sa.rank() == 1 ? 1 : sa.dim(sa.rank() - 2);
   p.k = sa.dim(sa.rank() - 1);
   p.n = sb.rank() == 1 ? 1 : sb.dim(sb.rank() - 1);
-  auto batch_of = [](const Shape& s) {
-    int64_t batch = 1;
-    for (int d = 0; d + 2 < s.rank(); ++d) batch *= s.dim(d);
-    return batch;
+  // The batch dimensions (all but the last two), broadcast as NumPy does:
+  // aligned at the right, 1 stretching. Strided batching covers a side whose
+  // batch is the whole broadcast batch (its matrices one after another) or
+  // a single matrix (stride 0); other broadcasts, e.g. (2, 1) against (2,),
+  // take the generated kernel.
+  auto batch_dims = [](const Shape& s) {
+    std::vector<int64_t> dims;
+    for (int d = 0; d + 2 < s.rank(); ++d) dims.push_back(s.dim(d));
+    return dims;
   };
-  p.batch_a = batch_of(sa);
-  p.batch_b = batch_of(sb);
-  p.batch = std::max(p.batch_a, p.batch_b);
-  // Strided batching covers equal batches and one side without a batch;
-  // other broadcasts take the generated kernel.
-  if (p.batch_a != p.batch && p.batch_a != 1) return std::nullopt;
-  if (p.batch_b != p.batch && p.batch_b != 1) return std::nullopt;
-  if (p.batch_a != p.batch_b && sa.rank() > 2 && sb.rank() > 2) {
-    for (int d = 0; d + 2 < std::min(sa.rank(), sb.rank()); ++d) {
-      if (sa.dim(d) != sb.dim(d)) return std::nullopt;
-    }
-  }
+  std::vector<int64_t> da = batch_dims(sa), db = batch_dims(sb);
+  const size_t rank = std::max(da.size(), db.size());
+  da.insert(da.begin(), rank - da.size(), 1);
+  db.insert(db.begin(), rank - db.size(), 1);
+  std::vector<int64_t> dout(rank);
+  for (size_t d = 0; d < rank; ++d) dout[d] = da[d] == 1 ? db[d] : da[d];
+  auto product = [](const std::vector<int64_t>& dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  };
+  p.batch_a = product(da);
+  p.batch_b = product(db);
+  p.batch = product(dout);
+  if (da != dout && p.batch_a != 1) return std::nullopt;
+  if (db != dout && p.batch_b != 1) return std::nullopt;
   const int64_t limit = int64_t{1} << 31;
   if (p.m >= limit || p.n >= limit || p.k >= limit || p.batch >= limit) return std::nullopt;
   return p;
