@@ -123,12 +123,42 @@ struct SoftmaxKernel {
   // Another axis: blocks of `block` threads take 32 rows each (launch
   // ceil(rows / 32) blocks).
   bool thread_per_row = false;
+  // Rows held in the registers of `parts` blocks of `block` threads (each
+  // block `rows_per_block` neighbouring rows, `values_per_thread` elements of
+  // each a thread), which exchange their parts' maximum and sum through a
+  // zeroed scratch buffer (TiledScratchBytes; its first TiledCounterBytes
+  // zeroed): launch ceil(rows / rows_per_block) * parts blocks.
+  bool tiled = false;
+  int64_t parts = 0;
+  int rows_per_block = 0;
+  int values_per_thread = 0;
+  int min_blocks_per_sm = 0;
   // Long rows in parts (three kernels); accumulator_bytes: a scratch entry.
   bool split = false;
   int accumulator_bytes = 0;
 };
-absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(
-    const ValidatedGraph& graph, const Step& step, const std::string& name = "gf_softmax");
+// How tiled softmax kernels are shaped (the defaults are the H200's best
+// of bench/softmax_variants.cc; other values are for that benchmark).
+struct SoftmaxTiling {
+  // false: no tiled kernels (the other layouts' instead).
+  bool enabled = true;
+  // Rows along another axis tiled too. Off: on the H200 no shape beat the
+  // two-pass layout over (8192, 8192)'s columns (0.329 ms at best against
+  // 0.317; bench/RESULTS.md, session 15).
+  bool other_axis = false;
+  int block = 512;
+  // Elements a thread holds, 4-byte compute types (8-byte: half as many),
+  // along the last axis and along another.
+  int values_last_axis = 32;
+  int values_other_axis = 32;
+  // __launch_bounds__'s minimum blocks per SM (3: 40 registers, three
+  // blocks of 512 per SM; (64, 2^20) in 0.248 ms against 0.289 at 2).
+  int min_blocks_per_sm = 3;
+};
+absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGraph& graph,
+                                                             const Step& step,
+                                                             const std::string& name = "gf_softmax",
+                                                             const SoftmaxTiling& tiling = {});
 
 // A row program (StepKind::kRows; codegen_rows.cc): a block per row (the
 // step's full shape seen as `rows` rows of `row_length` elements, the

@@ -1,5 +1,5 @@
 // Helpers shared by the code generators (codegen.cc, codegen_reduce.cc,
-// codegen_matmul.cc).
+// codegen_softmax.cc, codegen_matmul.cc).
 #ifndef GPUFLOW_ENGINE_CUDA_CODEGEN_INTERNAL_H_
 #define GPUFLOW_ENGINE_CUDA_CODEGEN_INTERNAL_H_
 
@@ -50,6 +50,27 @@ Accumulator PlainAccumulator(const std::string& op, DType compute);
 // Whether an input travels in its launch word: a 0-d literal of at most 8
 // bytes (a complex128 literal is uploaded, as arrays are).
 bool PassedByValue(const ValueRef& ref, const ValueType& type);
+
+// A 0-d literal: a scalar read once, in its launch word or (a complex128)
+// at element 0 of its uploaded buffer (codegen_reduce.cc).
+bool IsScalarInput(const StepInput& in);
+// The external inputs of `nodes` (not computed by them, nor `skip`), added
+// to `out`. False when one is neither of `shape` nor a 0-d literal.
+bool CollectInputs(const ValidatedGraph& graph, const std::vector<int>& nodes, int skip,
+                   const Shape& shape, std::vector<StepInput>* out);
+// Declarations of the inputs' pointers (<prefix><i>), reading launch words
+// from `*word`; fills `exprs` so EmitElementwiseNodes can name them
+// (`<prefix><i>[<index>]`).
+std::string DeclareInputs(const std::vector<StepInput>& inputs, const std::string& prefix,
+                          int* word, std::vector<std::string>* exprs, const std::string& index);
+// The same for the scalars passed by value; `exprs` then names every input.
+std::string DeclareScalars(const std::vector<StepInput>& inputs, const std::string& prefix,
+                           int* word, std::vector<std::string>* exprs);
+// An expression function for EmitElementwiseNodes: `special` for node
+// `special_node`, else the input's entry of `exprs`.
+std::function<std::string(const ValueRef&)> ExprOf(const std::vector<StepInput>& inputs,
+                                                   const std::vector<std::string>& exprs,
+                                                   int special_node, std::string special);
 
 // Statements computing `nodes` (elementwise, in order) into variables v<id>;
 // `expr` gives the expression of an input that is not one of `nodes`.

@@ -1,4 +1,5 @@
-// Reduction and softmax kernels (see codegen.h).
+// Reduction kernels (see codegen.h), and the input helpers the softmax and
+// row generators share.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -14,12 +15,7 @@
 
 namespace gpuflow::cuda {
 
-namespace {
-
-using internal::ComputeClassName;
-using internal::Contains;
-using internal::DoubleLiteral;
-using internal::RegisterTypeName;
+namespace internal {
 
 // A 0-d literal: a scalar read once, in its launch word or (a complex128)
 // at element 0 of its uploaded buffer.
@@ -97,46 +93,22 @@ std::function<std::string(const ValueRef&)> ExprOf(const std::vector<StepInput>&
   };
 }
 
+}  // namespace internal
+
+namespace {
+
+using internal::CollectInputs;
+using internal::ComputeClassName;
+using internal::Contains;
+using internal::DeclareInputs;
+using internal::DeclareScalars;
+using internal::DoubleLiteral;
+using internal::ExprOf;
+using internal::IsScalarInput;
+using internal::RegisterTypeName;
+
 const char* kReducibleOps[] = {"sum", "prod", "min", "max",       "mean",   "any",
                                "all", "var",  "std", "logsumexp", "argmin", "argmax"};
-
-// Softmax's online statistics (one pass for a row's maximum m and sum s of
-// exp(x - m)): adds x to (m, s). -inf adds nothing, NaN makes s NaN, and
-// x == m adds exactly 1 (+inf too), so a row's (m, s) says which of NaN,
-// +inf and only -inf it holds, as RowFinish needs.
-std::string OnlineAdd(const char* c, const std::string& m, const std::string& s,
-                      const std::string& x) {
-  return absl::StrCat("      if (", x, " > ", m, ") { ", s, " = ", s, " * exp(", m, " - ", x,
-                      ") + (", c, ")1; ", m, " = ", x, "; }\n", "      else if (", x,
-                      " != -gf::inf<", c, ">()) ", s, " += ", x, " == ", m, " ? (", c, ")1 : exp(",
-                      x, " - ", m, ");\n");
-}
-
-// A part's sum s (with maximum m) rescaled to the maximum `to`: an empty
-// part (s == 0, m == -inf) adds 0 and m == to keeps s, even where both are
-// infinite.
-std::string Rescaled(const char* c, const std::string& m, const std::string& s,
-                     const std::string& to) {
-  return absl::StrCat("(", s, " == (", c, ")0 ? (", c, ")0 : ", m, " == ", to, " ? ", s, " : ", s,
-                      " * exp(", m, " - ", to, "))");
-}
-
-// A row's maximum M and online sum S made into the outputs' shift and
-// divisor, as the host kernel's two passes give them: softmax of a row with
-// +inf is NaN throughout; log_softmax shifts by 0 when M is not finite (as
-// scipy.special), so a row with +inf and no NaN gives x - inf. Declares
-// `lsum` (log_softmax) and returns the output expression of `x`.
-std::string RowFinish(const char* c, bool log, const std::string& M, const std::string& S,
-                      const std::string& x, std::string* code) {
-  if (!log) {
-    absl::StrAppend(code, "    if (", M, " == gf::inf<", c, ">()) ", S, " = ", M, " - ", M, ";\n");
-    return absl::StrCat("exp(", x, " - ", M, ") / ", S);
-  }
-  absl::StrAppend(code, "    const ", c, " lsum = ", M, " == gf::inf<", c, ">() && ", S, " == ", S,
-                  " ? ", M, " : log(", S, ");\n", "    if (!isfinite(", M, ")) ", M, " = (", c,
-                  ")0;\n");
-  return absl::StrCat(x, " - ", M, " - lsum");
-}
 
 }  // namespace
 
@@ -500,242 +472,6 @@ absl::StatusOr<std::optional<ReductionKernel>> GenerateReduction(const Validated
       " a = acc; const ", acc, " b = scratch[s * M + m]; acc = ", combine, "; }\n",
       "    acc = reduce_t(temp).Reduce(acc, ", name, "_op());\n", "    if (threadIdx.x == 0) {\n",
       write, "    }\n", "    __syncthreads();\n  }\n}\n");
-  k.kernel_source = src;
-  k.source = DeviceSource(src);
-  return k;
-}
-
-absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGraph& graph,
-                                                             const Step& step,
-                                                             const std::string& name) {
-  if (step.kind != StepKind::kReduction || step.reduction < 0) return std::nullopt;
-  const ValidatedNode& sm = graph.nodes[step.reduction];
-  const bool log = sm.op->name == "log_softmax";
-  if (sm.op->name != "softmax" && !log) return std::nullopt;
-  const Shape& shape = sm.type.output.shape;
-  if (shape.rank() == 0 || shape.num_elements() == 0) return std::nullopt;
-  const int64_t axis = std::get<int64_t>(sm.attrs.at("axis"));
-  SoftmaxKernel k;
-  k.name = name;
-  k.row_length = shape.dim(static_cast<int>(axis));
-  k.rows = shape.num_elements() / k.row_length;
-  for (int d = static_cast<int>(axis) + 1; d < shape.rank(); ++d) k.stride *= shape.dim(d);
-  k.thread_per_row = k.stride > 1;
-  // Another axis: 32 neighbouring rows per block, `lanes` threads along each
-  // (a power of two, at most 32, no more than the row has elements).
-  int lanes = 1;
-  while (lanes < 32 && lanes < k.row_length) lanes *= 2;
-  k.block = k.thread_per_row ? 32 * lanes : k.row_length <= 32 * 256 ? 256 : 1024;
-  const int64_t vpt = (k.row_length + k.block - 1) / k.block;
-  // Rows held in registers (else re-read from memory).
-  const bool in_registers = !k.thread_per_row && vpt <= 32;
-  // Longer rows are cut into parts, each a block (three kernels).
-  k.split = !k.thread_per_row && !in_registers;
-  auto at = std::find(step.nodes.begin(), step.nodes.end(), step.reduction);
-  const std::vector<int> prologue(step.nodes.begin(), at);
-  const std::vector<int> epilogue(at + 1, step.nodes.end());
-  std::vector<int> all = prologue;
-  all.push_back(step.reduction);
-  all.insert(all.end(), epilogue.begin(), epilogue.end());
-  // Every external input has the input's shape (the same as the output's).
-  if (!CollectInputs(graph, all, -1, shape, &k.inputs)) return std::nullopt;
-
-  int word = 0;
-  std::vector<std::string> exprs;
-  std::string decl = DeclareInputs(k.inputs, "in", &word, &exprs, "off");
-  const char* out_t = StorageTypeName(graph.nodes[step.root].type.output.dtype);
-  absl::StrAppend(&decl, "  ", out_t, "* __restrict__ out = (", out_t, "*)p.w[", word, "];\n");
-  absl::StrAppend(&decl, "  const long long rows = (long long)p.w[", word + 1, "];\n");
-  word += 2;
-  const char* c = ComputeClassName(sm.type.compute_dtype);
-  if (k.split) {
-    // Each part's maximum, then each part's sum: scratch[part of row] and
-    // scratch[rows * parts + part of row].
-    absl::StrAppend(&decl, "  const long long parts = (long long)p.w[", word, "];\n", "  ", c,
-                    "* __restrict__ scratch = (", c, "*)p.w[", word + 1, "];\n");
-    word += 2;
-    k.accumulator_bytes = static_cast<int>(ItemSize(sm.type.compute_dtype));
-  }
-  decl += DeclareScalars(k.inputs, "in", &word, &exprs);
-  const ValueRef input = sm.inputs[0];
-  const std::string x = input.kind == ValueRef::Kind::kNode && Contains(prologue, input.index)
-                            ? absl::StrCat("v", input.index)
-                            : ExprOf(k.inputs, exprs, -1, "")(input);
-  const std::string pro_body =
-      internal::EmitElementwiseNodes(graph, prologue, ExprOf(k.inputs, exprs, -1, ""));
-  const char* sm_t = RegisterTypeName(sm.type.output.dtype);
-  const std::string epi_body = internal::EmitElementwiseNodes(
-      graph, epilogue, ExprOf(k.inputs, exprs, step.reduction, absl::StrCat("v", step.reduction)));
-  const std::string l = absl::StrCat(k.row_length);
-  // Rows read and written as 16-byte vectors: when the softmax input is the
-  // only array the step reads and rows are whole vectors.
-  int pointers = 0;
-  for (const StepInput& in : k.inputs) pointers += in.by_value ? 0 : 1;
-  const DType in_dtype = graph.TypeOf(input).dtype;
-  const DType out_dtype = graph.nodes[step.root].type.output.dtype;
-  const int e = static_cast<int>(16 / std::max(ItemSize(in_dtype), ItemSize(out_dtype)));
-  bool epilogue_reads_input = false;
-  for (int n : epilogue) {
-    for (const ValueRef& ref : graph.nodes[n].inputs) epilogue_reads_input |= ref == input;
-  }
-  const bool vectorize = in_registers && prologue.empty() && pointers == 1 &&
-                         !k.inputs[0].by_value && k.inputs[0].ref == input &&
-                         !epilogue_reads_input && e > 1 && k.row_length % e == 0;
-  // Both layouts: the same kernel around their own row loops; the row's
-  // maximum and sum are reduced over the block and shared with every thread.
-  const std::string head = absl::StrCat(
-      "struct ", name, "_args { unsigned long long w[", word, "]; };\n", "struct ", name,
-      "_max { __device__ __forceinline__ ", c, " operator()(const ", c, "& a, const ", c,
-      "& b) const { return gf::op_maximum<", c, ">(a, b); } };\n",
-      "extern \"C\" __global__ void __launch_bounds__(", k.block, ") ", name, "(const ", name,
-      "_args p) {\n", decl, "  typedef gf::BlockReduce<", c, ", ", k.block, "> reduce_t;\n",
-      "  __shared__ typename reduce_t::TempStorage temp;\n", "  __shared__ ", c, " shared;\n");
-  const std::string share_max =
-      absl::StrCat("    mx = reduce_t(temp).Reduce(mx, ", name, "_max());\n",
-                   "    if (threadIdx.x == 0) shared = mx;\n", "    __syncthreads();\n",
-                   "    mx = shared;\n", "    ", c, " sum = 0;\n",
-                   // log_softmax shifts by 0 when the maximum is not finite
-                   // (as the host kernel and scipy.special).
-                   log ? "    if (!isfinite(mx)) mx = 0;\n" : "");
-  const std::string share_sum = absl::StrCat(
-      "    __syncthreads();\n", "    sum = reduce_t(temp).Sum(sum);\n",
-      "    if (threadIdx.x == 0) shared = sum;\n", "    __syncthreads();\n", "    sum = shared;\n");
-  const std::string tail = "    __syncthreads();\n  }\n}\n";
-  const std::string compute_t = RegisterTypeName(sm.type.compute_dtype);
-  std::string src;
-  if (vectorize) {
-    k.vector_width = e;
-    const int64_t vectors = k.row_length / e;
-    const int64_t vpt_v = (vectors + k.block - 1) / k.block;
-    const char* in_t = StorageTypeName(in_dtype);
-    const std::string lv = absl::StrCat(vectors);
-    const std::string at = absl::StrCat("v[i * ", e, " + q]");
-    src = absl::StrCat(
-        head, "  typedef gf::vec<", in_t, ", ", e, "> vin_t;\n", "  typedef gf::vec<", out_t, ", ",
-        e, "> vout_t;\n", "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n",
-        "    ", c, " v[", vpt_v * e, "];\n", "    ", c, " mx = -gf::inf<", c, ">();\n",
-        "#pragma unroll\n", "    for (int i = 0; i < ", vpt_v, "; ++i) {\n",
-        "      const int jv = threadIdx.x + i * ", k.block, ";\n", "#pragma unroll\n",
-        "      for (int q = 0; q < ", e, "; ++q) ", at, " = -gf::inf<", c, ">();\n",
-        "      if (jv < ", lv, ") {\n", "        const vin_t xv = ((const vin_t*)in0)[row * ", lv,
-        " + jv];\n", "#pragma unroll\n", "        for (int q = 0; q < ", e, "; ++q) {\n",
-        "          ", at, " = gf::in<", c, ", ", compute_t, ">(xv.v[q]);\n",
-        "          mx = gf::op_maximum<", c, ">(mx, ", at, ");\n", "        }\n",
-        "      }\n    }\n", share_max, "#pragma unroll\n", "    for (int i = 0; i < ", vpt_v,
-        "; ++i) {\n", "      if (threadIdx.x + i * ", k.block, " < ", lv, ") {\n",
-        "#pragma unroll\n", "        for (int q = 0; q < ", e, "; ++q) ",
-        log ? absl::StrCat("sum += exp(", at, " - mx);\n")
-            : absl::StrCat("{ ", at, " = exp(", at, " - mx); sum += ", at, "; }\n"),
-        "      }\n    }\n", share_sum, "#pragma unroll\n", "    for (int i = 0; i < ", vpt_v,
-        "; ++i) {\n", "      const int jv = threadIdx.x + i * ", k.block, ";\n", "      if (jv < ",
-        lv, ") {\n", "        vout_t ov;\n", "#pragma unroll\n", "        for (int q = 0; q < ", e,
-        "; ++q) {\n", "          const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t, ">(",
-        log ? absl::StrCat(at, " - mx - log(sum)") : absl::StrCat(at, " / sum"), ");\n", epi_body,
-        "          ov.v[q] = gf::cv<", out_t, ">(v", step.root, ");\n", "        }\n",
-        "        ((vout_t*)out)[row * ", lv, " + jv] = ov;\n", "      }\n    }\n", tail);
-  } else if (k.split) {
-    // Rows too long for registers, cut into `parts` blocks each: `name`_pmax
-    // writes each part's maximum, `name`_psum each part's sum of exp(x - M)
-    // (M the row's maximum, from the parts'), `name` the outputs. Three reads
-    // of the row, as the reference's three passes, with every SM busy.
-    const std::string prelude =
-        absl::StrCat("struct ", name, "_args { unsigned long long w[", word, "]; };\n", "struct ",
-                     name, "_max { __device__ __forceinline__ ", c, " operator()(const ", c,
-                     "& a, const ", c, "& b) const { return gf::op_maximum<", c, ">(a, b); } };\n");
-    auto open = [&](const std::string& kernel) {
-      return absl::StrCat(
-          "extern \"C\" __global__ void __launch_bounds__(", k.block, ") ", kernel, "(const ", name,
-          "_args p) {\n", decl, "  typedef gf::BlockReduce<", c, ", ", k.block, "> reduce_t;\n",
-          "  __shared__ typename reduce_t::TempStorage temp;\n", "  const long long chunk = (", l,
-          " + parts - 1) / parts;\n",
-          "  for (long long t = blockIdx.x; t < rows * parts; t += gridDim.x) {\n",
-          "    const long long row = t / parts;\n", "    const long long base = row * ", l, ";\n",
-          "    const long long j0 = (t % parts) * chunk;\n",
-          "    const long long j1 = j0 + chunk < ", l, " ? j0 + chunk : ", l, ";\n");
-    };
-    const std::string j_loop =
-        absl::StrCat("    for (long long j = j0 + threadIdx.x; j < j1; j += ", k.block, ") {\n",
-                     "      const long long off = base + j;\n");
-    const std::string value = absl::StrCat("gf::in<", c, ", ", compute_t, ">(", x, ")");
-    const std::string x_of = absl::StrCat(pro_body, "      const ", c, " xv = ", value, ";\n");
-    // log_softmax shifts by 0 when the maximum is not finite (as the host
-    // kernel and scipy.special).
-    const std::string row_max = absl::StrCat(
-        "    ", c, " M = -gf::inf<", c, ">();\n",
-        "    for (long long q = 0; q < parts; ++q) M = gf::op_maximum<", c,
-        ">(M, scratch[row * parts + q]);\n", log ? "    if (!isfinite(M)) M = 0;\n" : "");
-    const std::string row_sum =
-        absl::StrCat("    ", c, " S = 0;\n",
-                     "    for (long long q = 0; q < parts; ++q) S += scratch[rows * parts + row * "
-                     "parts + q];\n");
-    src = absl::StrCat(prelude, open(name + "_pmax"), "    ", c, " mx = -gf::inf<", c, ">();\n",
-                       j_loop, x_of, "      mx = gf::op_maximum<", c, ">(mx, xv);\n    }\n",
-                       "    mx = reduce_t(temp).Reduce(mx, ", name, "_max());\n",
-                       "    if (threadIdx.x == 0) scratch[t] = mx;\n",
-                       "    __syncthreads();\n  }\n}\n", open(name + "_psum"), row_max, "    ", c,
-                       " sum = 0;\n", j_loop, x_of, "      sum += exp(xv - M);\n    }\n",
-                       "    sum = reduce_t(temp).Sum(sum);\n",
-                       "    if (threadIdx.x == 0) scratch[rows * parts + t] = sum;\n",
-                       "    __syncthreads();\n  }\n}\n", open(name), row_max, row_sum, j_loop, x_of,
-                       "      const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t, ">(",
-                       log ? "xv - M - log(S)" : "exp(xv - M) / S", ");\n", epi_body,
-                       "      out[off] = gf::cv<", out_t, ">(v", step.root, ");\n    }\n  }\n}\n");
-  } else if (k.thread_per_row) {
-    // Two passes over the row (the maximum and sum of exp(x - max) online,
-    // then the write), each element recomputed from memory: 32 neighbouring
-    // rows per block, coalesced, with `lanes` threads along each row
-    // combining through shared memory.
-    const std::string s_ = absl::StrCat(k.stride);
-    const std::string lanes_ = absl::StrCat(lanes);
-    const std::string row_loop = absl::StrCat(
-        "  __shared__ ", c, " part[", lanes, "][32];\n", "  const int lane = threadIdx.x & 31;\n",
-        "  const int along = threadIdx.x >> 5;\n",
-        "  for (long long row0 = (long long)blockIdx.x * 32; row0 < rows; "
-        "row0 += (long long)gridDim.x * 32) {\n",
-        "    const long long row = row0 + lane;\n", "    const bool live = row < rows;\n",
-        "    const long long base = live ? (row / ", s_, ") * ", l, " * ", s_, " + row % ", s_,
-        " : 0;\n");
-    const std::string j_loop =
-        absl::StrCat("    if (live) for (long long j = along; j < ", l, "; j += ", lanes_, ") {\n",
-                     "      const long long off = base + j * ", s_, ";\n");
-    // Combines the `lanes` threads' values of `var` for each row.
-    auto combine_lanes = [&](const std::string& var, const std::string& op) {
-      return absl::StrCat("    part[along][lane] = ", var, ";\n", "    __syncthreads();\n",
-                          "    if (along == 0) {\n", "      for (int t = 1; t < ", lanes_,
-                          "; ++t) ", var, " = ", op, ";\n", "      part[0][lane] = ", var, ";\n",
-                          "    }\n", "    __syncthreads();\n", "    ", var, " = part[0][lane];\n",
-                          "    __syncthreads();\n");
-    };
-    const std::string value = absl::StrCat("gf::in<", c, ", ", compute_t, ">(", x, ")");
-    const std::string x_of = absl::StrCat(pro_body, "      const ", c, " xv = ", value, ";\n");
-    std::string finish;
-    const std::string out_expr = RowFinish(c, log, "mx", "sum", "xv", &finish);
-    src = absl::StrCat(
-        head, row_loop, "    ", c, " m = -gf::inf<", c, ">();\n", "    ", c, " s = 0;\n", j_loop,
-        x_of, OnlineAdd(c, "m", "s", "xv"), "    }\n", "    ", c, " mx = m;\n",
-        combine_lanes("mx", absl::StrCat("gf::op_maximum<", c, ">(mx, part[t][lane])")), "    ", c,
-        " sum = ", Rescaled(c, "m", "s", "mx"), ";\n", combine_lanes("sum", "sum + part[t][lane]"),
-        finish, j_loop, x_of, "      const ", sm_t, " v", step.reduction, " = gf::cv<", sm_t, ">(",
-        out_expr, ");\n", epi_body, "      out[off] = gf::cv<", out_t, ">(v", step.root,
-        ");\n    }\n  }\n}\n");
-  } else {
-    src = absl::StrCat(
-        head, "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n", "    ", c,
-        " v[", vpt, "];\n", "    ", c, " mx = -gf::inf<", c, ">();\n", "#pragma unroll\n",
-        "    for (int i = 0; i < ", vpt, "; ++i) {\n", "      const int j = threadIdx.x + i * ",
-        k.block, ";\n", "      v[i] = -gf::inf<", c, ">();\n", "      if (j < ", l, ") {\n",
-        "        const long long off = row * ", l, " + j;\n", pro_body, "        v[i] = gf::in<", c,
-        ", ", compute_t, ">(", x, ");\n", "        mx = gf::op_maximum<", c, ">(mx, v[i]);\n",
-        "      }\n    }\n", share_max, "#pragma unroll\n", "    for (int i = 0; i < ", vpt,
-        "; ++i) {\n", "      const int j = threadIdx.x + i * ", k.block, ";\n", "      if (j < ", l,
-        log ? ") sum += exp(v[i] - mx);\n" : ") { v[i] = exp(v[i] - mx); sum += v[i]; }\n",
-        "    }\n", share_sum, "#pragma unroll\n", "    for (int i = 0; i < ", vpt, "; ++i) {\n",
-        "      const int j = threadIdx.x + i * ", k.block, ";\n", "      if (j < ", l, ") {\n",
-        "        const long long off = row * ", l, " + j;\n", "        const ", sm_t, " v",
-        step.reduction, " = gf::cv<", sm_t, ">(", log ? "v[i] - mx - log(sum)" : "v[i] / sum",
-        ");\n", epi_body, "        out[off] = gf::cv<", out_t, ">(v", step.root, ");\n",
-        "      }\n    }\n", tail);
-  }
   k.kernel_source = src;
   k.source = DeviceSource(src);
   return k;

@@ -64,15 +64,22 @@ def make(dtype, shape, rng, kind="any"):
     return x.astype(dtype).reshape(shape)
 
 
-def run(session, inputs, build, outputs=1):
-    """Uploads inputs as a0, a1, ...; build(g, *nodes) returns the output node(s)."""
+def run(session, inputs, build, outputs=1, stored=False):
+    """Uploads inputs as a0, a1, ...; build(g, *nodes) returns the output node(s).
+    ``stored``: the outputs are stored in the session and downloaded (for
+    outputs over the inline limit)."""
     g = gpuflow.Graph()
     nodes = []
     for i, x in enumerate(inputs):
         session.upload(x, name=f"a{i}")
         nodes.append(g.array(f"a{i}"))
     out = build(g, *nodes)
-    result = session.execute(g, outputs=list(out) if isinstance(out, (list, tuple)) else [out])
+    out = list(out) if isinstance(out, (list, tuple)) else [out]
+    if stored:
+        session.execute(g, outputs={f"out{i}": node for i, node in enumerate(out)})
+        result = [session.download(f"out{i}") for i in range(len(out))]
+    else:
+        result = session.execute(g, outputs=out)
     return result if outputs > 1 else result[0]
 
 
@@ -523,11 +530,12 @@ def test_softmax_family(session, dtype, axis):
     check(out[2], logsumexp(x, axis).astype(ft), rtol=tol)
 
 
-@pytest.mark.parametrize("shape,axis", [((3, 70001), -1), ((2, 3, 5000), 1), ((40, 3, 2), 0)],
-                         ids=str)
+@pytest.mark.parametrize("shape,axis", [((3, 70001), -1), ((2, 2200000), -1), ((2, 3, 5000), 1),
+                                         ((40, 3, 2), 0), ((700, 37), 0)], ids=str)
 def test_softmax_long_rows_and_other_axes(session, shape, axis):
-    """Rows too long for registers (cut into parts on the GPU) and axes that
-    are not the last, with -inf, a NaN row and a fused prologue/epilogue."""
+    """Rows too long for one block's registers (on the GPU held by several
+    blocks, or past 2M elements cut into parts) and axes that are not the
+    last, with -inf, a NaN row and a fused prologue/epilogue."""
     rng = np.random.default_rng(9)
     x = (rng.standard_normal(shape) * 4).astype(np.float32)
     flat = np.moveaxis(x, axis, -1)  # a view: rows along the last axis
@@ -540,19 +548,22 @@ def test_softmax_long_rows_and_other_axes(session, shape, axis):
         want = e / np.sum(e, axis=axis, keepdims=True)
         want_log = np.log(want)
     out = run(session, [x, y], lambda g, a, b: [g.add(g.softmax(g.mul(a, 2), axis=axis), b),
-                                                g.log_softmax(g.mul(a, 2), axis=axis)], outputs=2)
+                                                g.log_softmax(g.mul(a, 2), axis=axis)], outputs=2,
+              stored=x.size > 2**20)
     check(out[0], (want + y).astype(np.float32), rtol=1e-5, atol=1e-6)
     check(out[1], want_log.astype(np.float32), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("shape,axis", [((6, 300), -1), ((6, 70001), -1), ((9, 6, 4), 0),
-                                         ((6, 40, 3), 1)], ids=str)
+                                         ((6, 40, 3), 1), ((700, 37), 0), ((6, 2200000), -1)],
+                         ids=str)
 def test_softmax_rows_of_infinities(session, shape, axis):
     """Rows with +inf (softmax NaN throughout, as exp(x - max) gives;
     log_softmax x - inf), all -inf (NaN), one finite value among -inf
     (exactly 1 there), -inf first, a NaN last, and +inf beside -inf, in each
-    GPU layout (registers, parts of long rows, other axes): the maximum and
-    sum taken online in one pass keep the host kernel's two-pass results."""
+    GPU layout (a block's registers, several blocks' registers, parts of
+    long rows, other axes): parts' maxima and sums combined keep the host
+    kernel's two-pass results."""
     rng = np.random.default_rng(12)
     x = (rng.standard_normal(shape) * 3).astype(np.float32)
     flat = np.moveaxis(x, axis, -1)  # a view: rows along the last axis
@@ -574,7 +585,7 @@ def test_softmax_rows_of_infinities(session, shape, axis):
         shift = np.where(np.isfinite(m), m, 0)
         want_log = (x64 - shift) - np.log(np.sum(np.exp(x64 - shift), axis=axis, keepdims=True))
     out = run(session, [x], lambda g, a: [g.softmax(a, axis=axis), g.log_softmax(a, axis=axis)],
-              outputs=2)
+              outputs=2, stored=x.size > 2**20)
     check(out[0], want.astype(np.float32), rtol=1e-5, atol=1e-6)
     check(out[1], want_log.astype(np.float32), rtol=1e-5, atol=1e-5)
     rows, log_rows = np.moveaxis(out[0], axis, -1), np.moveaxis(out[1], axis, -1)
@@ -652,7 +663,10 @@ def test_large_scans(session, op, dtype, out_dtype, shape, axis):
 
 MATMUL_SHAPES = [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((1, 3, 4), (2, 4, 5)), ((4,), (4, 5)),
                  ((3, 4), (4,)), ((4,), (4,)), ((2, 1, 3, 4), (5, 4, 2)), ((0, 4), (4, 3)),
-                 ((3, 0), (0, 2))]
+                 ((3, 0), (0, 2)),
+                 # Batches of the same size but not the same shape broadcast to
+                 # (2, 2) (cuBLAS's strided batching once took them as equal).
+                 ((2, 1, 3, 4), (2, 4, 5)), ((1, 2, 3, 4), (2, 1, 4, 5)), ((3, 2, 2), (1, 3, 2, 2))]
 
 
 @pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)

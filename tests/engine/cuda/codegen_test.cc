@@ -3,12 +3,20 @@
 // few NVRTC programs (one per input dtype) to keep the compile time down.
 #include "engine/cuda/codegen.h"
 
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/cuda/device_library.h"
 #include "engine/cuda/nvrtc_compiler.h"
 #include "engine/ir/op_registry.h"
@@ -471,8 +479,13 @@ TEST(CodegenTest, SoftmaxRowsOfWholeVectorsUseVectorLoads) {
 }
 
 // softmax over another axis runs 32 rows per block (elements `stride`
-// apart), and rows too long for registers in parts, in three kernels;
-// both with a fused prologue and epilogue, float32 and float64.
+// apart) in two passes; rows held by the registers of up to kMaxTiledParts
+// blocks each (tiled: 16384 float32 or 8192 float64 elements of one row a
+// block along the last axis; with SoftmaxTiling::other_axis, 32 neighbouring
+// rows of 512 or 256 elements along another) exchange their parts' maximum
+// and sum; longer rows over another axis keep the two passes, and along the
+// last go in parts, in three kernels; all with a fused prologue and
+// epilogue, float32 and float64.
 TEST(CodegenTest, SoftmaxOverAnyAxisAndLongRows) {
   std::string program = kDeviceLibrary;
   int kernels = 0;
@@ -482,9 +495,17 @@ TEST(CodegenTest, SoftmaxOverAnyAxisAndLongRows) {
     int64_t stride;
     int64_t rows;
     bool thread_per_row;
+    // Blocks a row is held by, float32 and float64 (0: not tiled).
+    int64_t parts32;
+    int64_t parts64;
+    bool other_axis = false;  // SoftmaxTiling::other_axis
   };
   const Case cases[] = {
-      {{6, 50, 7}, 1, 7, 42, true}, {{6, 50, 7}, 0, 350, 350, true}, {{3, 40000}, -1, 1, 3, false}};
+      {{6, 50, 7}, 1, 7, 42, true, 0, 0},          {{6, 50, 7}, 1, 7, 42, true, 1, 1, true},
+      {{6, 50, 7}, 0, 350, 350, true, 1, 1, true}, {{1000, 5}, 0, 5, 5, true, 0, 0},
+      {{1000, 5}, 0, 5, 5, true, 2, 4, true},      {{40000, 3}, 0, 3, 3, true, 79, 0, true},
+      {{3, 40000}, -1, 1, 3, false, 3, 5},         {{2, 1048576}, -1, 1, 2, false, 64, 128},
+      {{2, 1048577}, -1, 1, 2, false, 65, 0},      {{1, 2100000}, -1, 1, 1, false, 0, 0}};
   for (const Case& c : cases) {
     for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
       for (const char* op : {"softmax", "log_softmax"}) {
@@ -499,14 +520,25 @@ TEST(CodegenTest, SoftmaxOverAnyAxisAndLongRows) {
         ASSERT_TRUE(prepared.has_value());
         ASSERT_EQ(prepared->second->steps.size(), 1u);
         auto k = GenerateSoftmax(prepared->first, prepared->second->steps[0],
-                                 "sx" + std::to_string(kernels++));
+                                 "sx" + std::to_string(kernels++),
+                                 SoftmaxTiling{.other_axis = c.other_axis});
         ASSERT_TRUE(k.ok()) << k.status();
         ASSERT_TRUE(k->has_value()) << op << " axis " << c.axis;
         EXPECT_EQ((*k)->stride, c.stride);
         EXPECT_EQ((*k)->rows, c.rows);
         EXPECT_EQ((*k)->thread_per_row, c.thread_per_row);
-        // Long rows: three kernels over parts of each row.
-        EXPECT_EQ((*k)->split, !c.thread_per_row);
+        const int64_t parts = dtype == DType::kFloat64 ? c.parts64 : c.parts32;
+        EXPECT_EQ((*k)->tiled, parts > 0) << c.shape[1];
+        EXPECT_EQ((*k)->parts, parts);
+        if ((*k)->tiled) {
+          EXPECT_EQ((*k)->block, 512);
+          EXPECT_EQ((*k)->rows_per_block, c.thread_per_row ? 32 : 1);
+          EXPECT_EQ((*k)->accumulator_bytes, dtype == DType::kFloat64 ? 8 : 4);
+          // A row of one part needs no exchange.
+          EXPECT_EQ((*k)->kernel_source.find("late = 1") != std::string::npos, parts > 1);
+        }
+        // Long rows, not tiled: three kernels over parts of each row.
+        EXPECT_EQ((*k)->split, !c.thread_per_row && parts == 0);
         if ((*k)->split) {
           EXPECT_THAT((*k)->kernel_source, HasSubstr((*k)->name + "_pmax("));
           EXPECT_THAT((*k)->kernel_source, HasSubstr((*k)->name + "_psum("));
@@ -518,6 +550,146 @@ TEST(CodegenTest, SoftmaxOverAnyAxisAndLongRows) {
     }
   }
   ExpectCompilesForSm90(program, "softmax_any_axis.cu");
+}
+
+// On a device (skipped without one): tiled softmax rows, against a float64
+// reference, and the same bits when the blocks stop waiting for the row's
+// other parts at once and compute them themselves (the path that keeps a
+// device shared with other work from waiting for ever).
+TEST(CodegenTest, TiledSoftmaxBlocksThatStopWaitingGiveTheSameBits) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no device";
+  struct Case {
+    std::vector<int64_t> shape;
+    int64_t axis;
+    DType dtype;
+  };
+  const Case cases[] = {{{3, 40000}, -1, DType::kFloat32},
+                        {{1000, 37}, 0, DType::kFloat32},
+                        {{50, 37}, 0, DType::kFloat32},
+                        {{2, 40000}, 1, DType::kFloat64},
+                        {{300, 3, 40}, 0, DType::kFloat64}};
+  for (const Case& c : cases) {
+    for (const char* op : {"softmax", "log_softmax"}) {
+      SCOPED_TRACE(absl::StrCat(op, " of ", absl::StrJoin(c.shape, "x"), " over ", c.axis));
+      // softmax(x * x) + y: a prologue and an epilogue reading another array.
+      Graph g;
+      g.nodes.push_back(MakeNode("a", "mul", {Input::Array("x"), Input::Array("x")}));
+      Node sm = MakeNode("s", op, {Input::Node("a")});
+      sm.attrs["axis"] = c.axis;
+      g.nodes.push_back(sm);
+      g.nodes.push_back(MakeNode("e", "add", {Input::Node("s"), Input::Array("y")}));
+      auto prepared = Prepare(g, c.dtype, c.shape, c.shape);
+      ASSERT_TRUE(prepared.has_value());
+      auto k = GenerateSoftmax(prepared->first, prepared->second->steps[0], "tiled",
+                               SoftmaxTiling{.other_axis = true});
+      ASSERT_TRUE(k.ok()) << k.status();
+      ASSERT_TRUE(k->has_value());
+      ASSERT_TRUE((*k)->tiled);
+      ASSERT_EQ((*k)->inputs.size(), 2u);  // x and y, by pointer
+      const int64_t n = (*k)->rows * (*k)->row_length;
+      const int64_t size = ItemSize(c.dtype);
+      std::mt19937 rng(7);
+      std::normal_distribution<double> normal(0.0, 1.5);
+      std::vector<double> x(n), y(n);
+      for (double& v : x) v = normal(rng);
+      for (double& v : y) v = normal(rng);
+      std::vector<std::byte> x_bytes(n * size), y_bytes(n * size);
+      for (int64_t i = 0; i < n; ++i) {
+        if (c.dtype == DType::kFloat32) {
+          const float fx = static_cast<float>(x[i]), fy = static_cast<float>(y[i]);
+          x[i] = fx;
+          y[i] = fy;
+          std::memcpy(&x_bytes[i * 4], &fx, 4);
+          std::memcpy(&y_bytes[i * 4], &fy, 4);
+        } else {
+          std::memcpy(&x_bytes[i * 8], &x[i], 8);
+          std::memcpy(&y_bytes[i * 8], &y[i], 8);
+        }
+      }
+      // The reference, in float64.
+      const int64_t stride = (*k)->stride, length = (*k)->row_length;
+      std::vector<double> want(n);
+      for (int64_t r = 0; r < (*k)->rows; ++r) {
+        const int64_t base = (r / stride) * length * stride + r % stride;
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < length; ++j)
+          mx = std::max(mx, x[base + j * stride] * x[base + j * stride]);
+        for (int64_t j = 0; j < length; ++j)
+          sum += std::exp(x[base + j * stride] * x[base + j * stride] - mx);
+        for (int64_t j = 0; j < length; ++j) {
+          const int64_t o = base + j * stride;
+          const double a = x[o] * x[o];
+          want[o] =
+              (std::string(op) == "softmax" ? std::exp(a - mx) / sum : a - mx - std::log(sum)) +
+              y[o];
+        }
+      }
+      const std::string wait = absl::StrCat("> ", 5'000'000, "ull");
+      std::string eager = (*k)->source;
+      if ((*k)->parts > 1) {
+        ASSERT_NE(eager.find(wait), std::string::npos);
+        eager.replace(eager.find(wait), wait.size(), "> 0ull");
+      }
+      std::vector<std::vector<std::byte>> outputs;
+      for (const std::string& source : {(*k)->source, eager}) {
+        CompileOptions options;
+        options.arch = 90;
+        absl::StatusOr<CompiledModule> module = CompileToCubin(source, "tiled.cu", options);
+        ASSERT_TRUE(module.ok()) << module.status();
+        cudaLibrary_t library = nullptr;
+        ASSERT_EQ(cudaLibraryLoadData(&library, module->cubin.data(), nullptr, nullptr, 0, nullptr,
+                                      nullptr, 0),
+                  cudaSuccess);
+        cudaKernel_t kernel = nullptr;
+        ASSERT_EQ(cudaLibraryGetKernel(&kernel, library, "tiled"), cudaSuccess);
+        const int64_t groups = ((*k)->rows + (*k)->rows_per_block - 1) / (*k)->rows_per_block;
+        const int64_t counter_bytes = ((1 + groups) * 4 + 15) / 16 * 16;
+        const int64_t scratch_bytes =
+            counter_bytes + 2 * groups * (*k)->parts * (*k)->rows_per_block * size;
+        void *dx = nullptr, *dy = nullptr, *dout = nullptr, *scratch = nullptr;
+        ASSERT_EQ(cudaMalloc(&dx, n * size), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&dy, n * size), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&dout, n * size), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&scratch, scratch_bytes), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(dx, x_bytes.data(), n * size, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(dy, y_bytes.data(), n * size, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemset(scratch, 0, counter_bytes), cudaSuccess);
+        std::vector<uint64_t> words = {
+            reinterpret_cast<uint64_t>(dx), reinterpret_cast<uint64_t>(dy),
+            reinterpret_cast<uint64_t>(dout), static_cast<uint64_t>((*k)->rows),
+            reinterpret_cast<uint64_t>(scratch)};
+        void* args[] = {words.data()};
+        ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(kernel),
+                                   dim3(static_cast<unsigned>(groups * (*k)->parts)),
+                                   dim3((*k)->block), args, 0, nullptr),
+                  cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        std::vector<std::byte> out(n * size);
+        ASSERT_EQ(cudaMemcpy(out.data(), dout, n * size, cudaMemcpyDeviceToHost), cudaSuccess);
+        for (void* ptr : {dx, dy, dout, scratch}) cudaFree(ptr);
+        cudaLibraryUnload(library);
+        outputs.push_back(std::move(out));
+      }
+      EXPECT_TRUE(outputs[0] == outputs[1]) << "the blocks that stopped waiting differ";
+      int64_t bad = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        double got = 0;
+        if (c.dtype == DType::kFloat32) {
+          float f;
+          std::memcpy(&f, &outputs[0][i * 4], 4);
+          got = f;
+        } else {
+          std::memcpy(&got, &outputs[0][i * 8], 8);
+        }
+        const double tol = (c.dtype == DType::kFloat32 ? 2e-5 : 1e-12) * (1 + std::abs(want[i]));
+        if (!(std::abs(got - want[i]) <= tol) && bad++ < 5) {
+          ADD_FAILURE() << "element " << i << ": " << got << ", want " << want[i];
+        }
+      }
+      EXPECT_EQ(bad, 0);
+    }
+  }
 }
 
 }  // namespace
