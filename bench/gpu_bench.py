@@ -162,6 +162,8 @@ class Tools:
         """Any array (NumPy, CuPy, torch) as an `xp` array."""
         if self.torch is not None and isinstance(x, self.torch.Tensor):
             x = x.detach()
+            if x.dtype == self.torch.bfloat16:
+                x = x.float()  # exact; neither CuPy nor NumPy has bfloat16
             if self.cp is not None:
                 try:
                     return self.cp.from_dlpack(x.contiguous())
@@ -256,6 +258,16 @@ def philox_uniform_numpy(n, seed, low, high, block=1 << 22):
     return out
 
 
+def round_to_bfloat16(xp, a):
+    """float32 values rounded to bfloat16's (to nearest, ties to even; no
+    NaN here), still float32: what the server's cast gives, for the
+    references and torch (NumPy and CuPy have no bfloat16)."""
+    bits = xp.ascontiguousarray(a, dtype=xp.float32).view(xp.uint32)
+    bits = (bits + xp.uint32(0x7FFF) + ((bits >> xp.uint32(16)) & xp.uint32(1))) & xp.uint32(
+        0xFFFF0000)
+    return bits.view(xp.float32)
+
+
 # ------------------------------------------------------------------ workloads
 
 
@@ -284,8 +296,11 @@ class Workload:
     run eager and through torch.compile."""
 
     def __init__(self, key, label, inputs, reference, gpuflow, cupy=None, torch=None, rtol=1e-5,
-                 atol=0.0, check="allclose", bytes_moved=None, flops=None, n_repeat=50, n_warmup=5):
+                 atol=0.0, check="allclose", bytes_moved=None, flops=None, n_repeat=50, n_warmup=5,
+                 out_dtype=None):
         self.key, self.label, self.inputs, self.reference = key, label, inputs, reference
+        # "bfloat16": gpuflow's result comes back as raw words.
+        self.out_dtype = out_dtype
         self.gpuflow, self.cupy, self.torch = gpuflow, cupy or {}, torch
         self.rtol, self.atol, self.check = rtol, atol, check
         self.bytes_moved, self.flops = bytes_moved, flops
@@ -334,6 +349,7 @@ def workloads(small=False):
     ar = 256 if small else 4096  # argsort of (4096, 4096) rows
     # Issue 19 items 1-2: reductions broadcast back into their rows, scans.
     ln = (256, 512) if small else (16384, 4096)
+    lnb = (128, 1024) if small else (4096, 16384)
     ce = 256 if small else 8192
     sd = (512, 256) if small else (32768, 2048)
 
@@ -524,6 +540,20 @@ def workloads(small=False):
             torch=lambda torch: lambda x, g, b: torch.nn.functional.layer_norm(
                 x, (x.shape[-1],), g, b, 1e-5),
             rtol=1e-3, atol=1e-4, bytes_moved=4 * (2 * math.prod(ln) + 2 * ln[1])),
+        Workload(
+            # Issue 19's bfloat16 row: gpuflow rounds each step to bfloat16
+            # as NumPy's dtype rules say; torch's layer_norm computes in
+            # float32 inside (hence the loose check). CuPy has no bfloat16.
+            "layernorm_bf16", f"layer norm, {lnb} bf16",
+            [Input("x", lnb, "bfloat16", low=-4.0, high=4.0, seed=108),
+             Input("g", (lnb[1],), "bfloat16", seed=109),
+             Input("b", (lnb[1],), "bfloat16", seed=110)],
+            layer_norm,
+            gpuflow={"array API": array_variant(lambda x, g, b: layer_norm(gpuflow, x, g, b))},
+            torch=lambda torch: lambda x, g, b: torch.nn.functional.layer_norm(
+                x, (x.shape[-1],), g, b, 1e-5),
+            rtol=5e-2, atol=5e-2, bytes_moved=2 * (2 * math.prod(lnb) + 2 * lnb[1]),
+            out_dtype="bfloat16"),
         rows_workload("center", f"x - x.mean(axis=-1, keepdims=True), ({ce}, {ce}) f32", (ce, ce),
                       lambda xp, x: x - x.mean(axis=-1, keepdims=True),
                       lambda torch: lambda x: x - x.mean(dim=-1, keepdim=True), seed=104),
@@ -606,7 +636,11 @@ class Runner:
             arr = None
             try:
                 flat = tools.philox_uniform(i.size, i.seed, i.low, i.high)
-                if flat is not None:
+                if flat is not None and i.dtype == "bfloat16":
+                    arr = round_to_bfloat16(tools.xp, flat).reshape(i.shape)
+                    if not self.same_as_server(i, arr):
+                        raise ValueError(f"{i.name}: local bfloat16 draws differ from the server's")
+                elif flat is not None:
                     arr = flat.astype(i.dtype).reshape(i.shape)
                     if not self.same_as_server(i, arr):
                         self.log(f"  {i.name}: local draws differ from the server's; downloading it")
@@ -632,6 +666,9 @@ class Runner:
             g.slice(flat, starts=[0], stops=[n], steps=[step]),
             g.slice(flat, starts=[n - tail], stops=[n])])
         mine = self.tools.to_numpy(arr.reshape(-1)[::step]), self.tools.to_numpy(arr.reshape(-1)[n - tail:])
+        if i.dtype == "bfloat16":  # the server's words against these values' top halves
+            mine = tuple((np.ascontiguousarray(m).view(np.uint32) >> 16).astype(np.uint16)
+                         for m in mine)
         return all(a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
                    for a, b in zip(got, mine))
 
@@ -660,6 +697,8 @@ class Runner:
                              for name, make in w.cupy.items()}
         if self.tools.torch is not None and w.torch is not None:
             targs = [self.tools.to_torch(a) for a in local]
+            targs = [t.to(self.tools.torch.bfloat16) if i.dtype == "bfloat16" else t
+                     for t, i in zip(targs, w.inputs)]
             entry["torch"] = {"eager": self.run_other(w, "torch", w.torch, targs, ref, "eager")}
             if self.compile_failures >= 2:
                 entry["torch"]["compile"] = {"skipped": "torch.compile failed on two workloads in a row"}
@@ -698,7 +737,10 @@ class Runner:
             first = s.execute(graph, outputs={"out": node})
             r["first_execute_s"] = time.perf_counter() - t
             r["first_compile_s"] = first.timings.compile_seconds
-            r["check"] = check_result(self.tools, w, s.download("out", chunk_bytes=4 << 20), ref)
+            got = s.download("out", chunk_bytes=4 << 20)
+            if w.out_dtype == "bfloat16":
+                got = gpuflow.bfloat16_to_float32(got)
+            r["check"] = check_result(self.tools, w, got, ref)
             r.update(gpuflow_bench(s, graph, f"{w.key}/{name}", n_repeat=w.n_repeat,
                                    n_warmup=w.n_warmup,
                                    output_nodes=[node.id] if node.id is not None else ()))
