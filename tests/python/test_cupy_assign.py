@@ -172,8 +172,13 @@ def test_ndarray_members(session):
     evaluate_equal([(x.view(np.int16), x_np.view(np.int16)),
                     (session.asarray(np.array([0, 3], np.int8)).view(np.bool_),
                      np.array([False, True]))])
-    with pytest.raises(TypeError, match="array does not have imaginary part to set"):
+    # NumPy's own error, whose text changed in NumPy 2 ("Cannot set imaginary
+    # part of non-complex array."): the installed NumPy's.
+    with pytest.raises(TypeError) as want:
+        x_np.imag = 1
+    with pytest.raises(TypeError) as got:
         x.imag = 1
+    assert type(got.value) is type(want.value) and str(got.value) == str(want.value)
     y = session.asarray(np.ones(2))
     y.real = 5
     evaluate_equal([(y, np.full(2, 5.0))])

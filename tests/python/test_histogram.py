@@ -193,11 +193,12 @@ def test_digitize_matches_numpy(session, dtype):
 ESTIMATORS = ["auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt"]
 
 
-def _np2_estimated_bins(host, name, range=None):
+def _np2_estimated_bins(host, name, range=None, dot=None):
     """NumPy 2's number of bins for a string ``bins``: NumPy's own selectors
     (its _hist_bin_selectors; 'auto' as NumPy >= 2.3 defines it, FD held to
     half the sqrt width), on the values inside range, an integer width of at
-    least 1, ceil(range / width)."""
+    least 1, ceil(range / width). ``dot`` stands for 'stone''s p_k.dot(p_k)
+    (None: NumPy's own)."""
     import numpy2_histogram
 
     try:
@@ -217,7 +218,7 @@ def _np2_estimated_bins(host, name, range=None):
         width = min(max(impl._hist_bin_fd(a, None), impl._hist_bin_sqrt(a, None) / 2),
                     impl._hist_bin_sturges(a, None))
     elif name == "stone":
-        width = _np2_stone(a, (first, last), impl._ptp(a))
+        width = _np2_stone(a, (first, last), impl._ptp(a), dot)
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -229,7 +230,7 @@ def _np2_estimated_bins(host, name, range=None):
     return int(np.ceil(subtract(last, first) / width))
 
 
-def _np2_stone(x, range, ptp_x):
+def _np2_stone(x, range, ptp_x, dot=None):
     """NumPy 2's _hist_bin_stone, its histograms NumPy 2's (numpy2_histogram)."""
     n = x.size
     if n <= 1 or ptp_x == 0:
@@ -238,7 +239,7 @@ def _np2_stone(x, range, ptp_x):
     def jhat(nbins):
         hh = ptp_x / nbins
         p_k = np_histogram(x, bins=nbins, range=range)[0] / n
-        return (2 - (n + 1) * p_k.dot(p_k)) / hh
+        return (2 - (n + 1) * (p_k.dot(p_k) if dot is None else dot(p_k))) / hh
 
     return ptp_x / min(range_(1, max(100, int(np.sqrt(n))) + 1), key=jhat)
 
@@ -287,6 +288,43 @@ def test_string_bins_of_special_data(session, name):
     with pytest.warns(RuntimeWarning, match="Converting input from bool"):
         got = gf.histogram(session.asarray(b), bins=name)
     _same(got, np_histogram(b.astype(np.uint8), bins=_np2_estimated_bins(b, name)))
+
+
+def _correctly_rounded_dot(p):
+    """p.dot(p) rounded once (as a dot that fuses its multiply-adds gives
+    it for two nonzero terms)."""
+    from fractions import Fraction
+
+    return np.float64(float(sum(Fraction(float(v)) ** 2 for v in p)))
+
+
+def _unfused_dot(p):
+    """p.dot(p) as one multiply and one add after another."""
+    total = np.float64(0)
+    for v in p:
+        total = total + v * v
+    return total
+
+
+def test_stone_ties_follow_numpys_dot(session, monkeypatch):
+    # Three values, two of them in one bin of 9 bins (of none of 10 or
+    # more): Stone's score of 9 bins equals that of 1 bin exactly, so the
+    # rounding of NumPy's p_k.dot(p_k) picks the bin count (0.5555555555555556
+    # unfused: 9 bins; fused or correctly rounded, 0.5555555555555555: 1 bin,
+    # as NumPy 2.5's host computes it). gpuflow scores such near-ties again
+    # with the installed NumPy's dot.
+    for host in (np.array([0, 10, 99], np.int16), np.array([0.0, 10.0, 99.0]),
+                 np.array([99, 0, 10], np.uint8)):
+        _estimated(session, host, "stone")
+        picked = set()
+        for dot in (_correctly_rounded_dot, _unfused_dot):
+            monkeypatch.setattr(gf._histogram, "_squared_norm", dot)
+            want = _np2_estimated_bins(host, "stone", dot=dot)
+            got, _ = gf.histogram(session.asarray(host), bins="stone")
+            assert got.shape == (want,), (host, dot)
+            picked.add(want)
+        monkeypatch.undo()
+        assert picked == {1, 9}, host  # the two roundings do pick apart
 
 
 def test_string_bins_errors_are_numpys(session):

@@ -177,11 +177,22 @@ def _estimator_inputs(x, name):
     return out
 
 
+def _squared_norm(p):
+    """``p.dot(p)`` as the installed NumPy computes it (its BLAS's rounding:
+    some fuse the multiply and add, some do not), for the scores that a
+    near-tie decides."""
+    return p.dot(p)
+
+
 def _stone_width(x, ptp_x, edges_range):
     """NumPy's _hist_bin_stone: the nbins in 1 .. max(100, sqrt(n)) of the
-    least estimated integrated squared error, from one Execute of every
-    histogram's sum of squared frequencies (summed on the server, so a
-    near-tie may fall the other way than NumPy's dot)."""
+    least estimated integrated squared error. One Execute sums every
+    histogram's squared frequencies on the server; the scores within
+    rounding of the least (the formula ties exactly for some data: 3
+    values, two of them in one of 9 bins, score as 1 bin does) are scored
+    again here from their counts as NumPy does (``p_k.dot(p_k)`` of the
+    installed NumPy, whose rounding then picks the bin count, the first
+    of equal scores as ``min``)."""
     from gpuflow import _select, functions
 
     n = x.size
@@ -196,11 +207,24 @@ def _stone_width(x, ptp_x, edges_range):
         dots.append(functions.sum(p * p))
     dots = _select.evaluate_keeping(dots, x)
 
-    def jhat(nbins):
+    def jhat(nbins, dot):
         hh = np.float64(_arith(np.true_divide, ptp_x, nbins))
-        return (2 - (n + 1) * np.float64(dots[nbins - 1])) / hh
+        return (2 - (n + 1) * np.float64(dot)) / hh
 
-    best = min(builtins.range(1, upper + 1), key=jhat)
+    def slack(nbins, dot):  # a bound far above the rounding of either sum
+        hh = np.float64(_arith(np.true_divide, ptp_x, nbins))
+        return 1e-9 * (2 + (n + 1) * abs(np.float64(dot))) / abs(hh)
+
+    scores = [jhat(k, dots[k - 1]) for k in builtins.range(1, upper + 1)]
+    best = min(builtins.range(1, upper + 1), key=lambda k: scores[k - 1])
+    close = [k for k in builtins.range(1, upper + 1)
+             if scores[k - 1] - scores[best - 1]
+             <= slack(k, dots[k - 1]) + slack(best, dots[best - 1])]
+    if len(close) > 1:
+        counts = _select.evaluate_keeping(
+            [_counts(x, None, *_equal_edges(x, first_edge, last_edge, k)) for k in close], x)
+        exact = {k: jhat(k, _squared_norm(c / n)) for k, c in zip(close, counts)}
+        best = min(close, key=exact.__getitem__)
     if best == upper:
         warnings.warn("The number of bins estimated may be suboptimal.", RuntimeWarning,
                       stacklevel=4)
