@@ -131,11 +131,63 @@ def test_norm_errors(session):
         linalg.norm(x, axis=[0, 1])
     with pytest.raises(gf._inference.AxisError):
         linalg.norm(x, axis=3)
-    # NumPy's max of an empty axis is a ValueError; gpuflow's reduction too.
-    with pytest.raises(ValueError):
-        np.linalg.norm(np.zeros((3, 0)), np.inf, axis=1)
-    with pytest.raises(ValueError):
-        linalg.norm(session.asarray(np.zeros((3, 0))), math.inf, axis=1)
+    _norms_of_nothing_as_numpys(session)
+
+
+# (shape, ord, axis) whose maximum runs over an empty axis: NumPy 1.x's max of
+# nothing is a ValueError, NumPy 2's norm takes initial=0 (orders inf, and of
+# matrices 1, inf and 2); the minimum orders still raise.
+EMPTY_NORMS = [((3, 0), math.inf, 1), ((2, 3, 0), math.inf, -1), ((3, 0), 1, (0, 1)),
+               ((0, 3), math.inf, (0, 1)), ((3, 0), 2, (0, 1)), ((2, 0, 3), 2, (1, 2)),
+               ((4, 0), math.inf, (1, 0)), ((3, 0), -math.inf, 1), ((3, 0), -1, (0, 1)),
+               ((3, 0), -2, (0, 1)), ((3, 0), "nuc", (0, 1)), ((0, 3), 1, (0, 1))]
+
+
+def _norms_of_nothing_as_numpys(session, dtypes=(np.float64, np.float32, np.complex64)):
+    """gpuflow's norm of each EMPTY_NORMS case is the installed NumPy's:
+    its value (dtype, shape; keepdims too) or its ValueError."""
+    for shape, ord_, axis in EMPTY_NORMS:
+        for dtype in dtypes:
+            host = np.zeros(shape, dtype)
+            for keepdims in (False, True):
+                try:
+                    want = np.linalg.norm(host, ord_, axis=axis, keepdims=keepdims)
+                except ValueError:
+                    with pytest.raises(ValueError):
+                        linalg.norm(session.asarray(host), ord_, axis=axis,
+                                    keepdims=keepdims).get()
+                    continue
+                check(linalg.norm(session.asarray(host), ord_, axis=axis, keepdims=keepdims),
+                      want)
+
+
+def _max_with_initial_zero(a, axis=None, keepdims=False, **kw):
+    return np.max(a, axis=axis, keepdims=keepdims, initial=0)
+
+
+@pytest.mark.parametrize("numpy2", [False, True])
+def test_norms_of_nothing_follow_either_numpy(session, monkeypatch, numpy2):
+    # Both branches of _numpy_norm_of_nothing_is_zero, whichever NumPy is
+    # installed: NumPy 1.x's norm raises for a maximum of nothing; NumPy 2's
+    # is 0 (its max with initial=0), as a reference that forces it shows.
+    monkeypatch.setattr(linalg, "_numpy_norm_of_nothing_is_zero", lambda o, m: numpy2)
+    for shape, ord_, axis in EMPTY_NORMS[:7]:
+        x = session.asarray(np.zeros(shape, np.float32))
+        if not numpy2:
+            with pytest.raises(ValueError):
+                linalg.norm(x, ord_, axis=axis).get()
+            continue
+        host = np.zeros(shape, np.float32)
+        if ord_ == 2:
+            want = np.zeros(tuple(d for i, d in enumerate(shape) if i not in axis), np.float32)
+        elif isinstance(axis, tuple):  # NumPy 2's sum then max(initial=0)
+            row, col = axis
+            summed = np.abs(host).sum(axis=col if ord_ == math.inf else row)
+            keep = (row - (row > col)) if ord_ == math.inf else (col - (col > row))
+            want = _max_with_initial_zero(summed, axis=keep)
+        else:
+            want = _max_with_initial_zero(np.abs(host), axis=axis)
+        check(linalg.norm(x, ord_, axis=axis), want)
 
 
 def _vector_norm_ref(a, axis=None, keepdims=False, ord=2):
@@ -614,11 +666,43 @@ def test_matrix_rank(session):
         np.ones(3))))
     check(linalg.matrix_rank(session.asarray(np.zeros(3))), np.asarray(0))
     check(linalg.matrix_rank(session.asarray(np.float32(2))), np.asarray(1))
-    # NumPy's maximum of no singular values.
-    with pytest.raises(ValueError):
-        np.linalg.matrix_rank(np.zeros((0, 3)))
-    with pytest.raises(ValueError):
-        linalg.matrix_rank(session.asarray(np.zeros((0, 3))))
+    _ranks_of_empty_as_numpys(session)
+
+
+EMPTY_RANKS = [(0, 3), (3, 0), (0, 0), (2, 0, 3), (2, 3, 0)]
+
+
+def _ranks_of_empty_as_numpys(session):
+    """The installed NumPy's rank of empty matrices: NumPy 1.24's maximum of
+    no singular values is a ValueError, NumPy 2.5's rank 0 (gh-30422); with
+    ``tol`` both count nothing."""
+    for shape in EMPTY_RANKS:
+        host = np.zeros(shape)
+        try:
+            want = np.linalg.matrix_rank(host)
+        except ValueError:
+            with pytest.raises(ValueError):
+                linalg.matrix_rank(session.asarray(host)).get()
+        else:
+            check(linalg.matrix_rank(session.asarray(host)), np.asarray(want))
+        check(linalg.matrix_rank(session.asarray(host), tol=0.5),
+              np.asarray(np.linalg.matrix_rank(host, tol=0.5)))
+
+
+@pytest.mark.parametrize("numpy25", [False, True])
+def test_ranks_of_empty_follow_either_numpy(session, monkeypatch, numpy25):
+    # Both branches of _numpy_rank_of_empty_is_zero, whichever NumPy is
+    # installed: NumPy 2.5 counts no singular values (int64 zeros of the
+    # batch shape), NumPy 1.24 raises.
+    monkeypatch.setattr(linalg, "_numpy_rank_of_empty_is_zero", lambda: numpy25)
+    for shape in EMPTY_RANKS:
+        x = session.asarray(np.zeros(shape, np.float32))
+        if numpy25:
+            check(linalg.matrix_rank(x), np.zeros(shape[:-2], np.int64))
+            check(linalg.matrix_rank(x, rtol=0.1), np.zeros(shape[:-2], np.int64))
+        else:
+            with pytest.raises(ValueError):
+                linalg.matrix_rank(x).get()
 
 
 @pytest.mark.parametrize("dtype", INEXACT)
@@ -664,10 +748,33 @@ def test_lstsq_errors_and_empty(session):
 def test_cond(session, dtype):
     a = rand((2, 4, 4), dtype)
     x = session.asarray(a)
-    for p in (None, 2, -2, 1, -1, math.inf, -math.inf, "fro"):
+    # The installed NumPy's dtype: real for every p (NumPy 2.5; 1.24 gives
+    # complex input's dtype for the orders computed through inv).
+    for p in COND_ORDERS:
         close_to_rounding(linalg.cond(x, p), np.linalg.cond(a, p), dtype, factor=5000)
     w = rand((3, 5), dtype)
     close_to_rounding(linalg.cond(session.asarray(w)), np.linalg.cond(w), dtype, factor=5000)
+
+
+COND_ORDERS = (None, 2, -2, 1, -1, math.inf, -math.inf, "fro", "nuc")
+
+
+@pytest.mark.parametrize("numpy2", [False, True])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_cond_of_complex_follows_either_numpy(session, monkeypatch, numpy2, dtype):
+    # Both branches of _numpy_cond_is_real, whichever NumPy is installed:
+    # NumPy >= 2.3 gives the real dtype for every p (gh-18304), NumPy 1.24
+    # the complex one where it computes norm(x) * norm(inv(x)); the values
+    # are the same real numbers.
+    monkeypatch.setattr(linalg, "_numpy_cond_is_real", lambda: numpy2)
+    a = rand((2, 4, 4), dtype)
+    real = np.dtype(dtype).char.lower()
+    for p in COND_ORDERS:
+        want = np.linalg.cond(a, p)
+        through_svd = p is None or p in (2, -2)
+        want = want.astype(real if numpy2 or through_svd else dtype)
+        got = linalg.cond(session.asarray(a), p)
+        close_to_rounding(got, want, dtype, factor=5000)
 
 
 def test_cond_singular_and_errors(session):

@@ -104,11 +104,40 @@ def _abs2(x):
     return (x.conj() * x).real if _kind(x.dtype) == "c" else x * x
 
 
+@functools.lru_cache(maxsize=None)
+def _numpy_norm_of_nothing_is_zero(ord, matrix):  # noqa: A002 - NumPy's name
+    """Whether the installed NumPy's norm of order ``ord`` (a vector norm,
+    or a matrix norm for ``matrix``) whose maximum runs over an empty axis
+    is 0 (NumPy 2's max with initial=0, for inf and, of matrices, 1, inf
+    and 2) rather than NumPy 1.x's ValueError of a maximum of nothing.
+    Asked of NumPy itself, once per order."""
+    host = np.zeros((0, 1) if matrix and ord == math.inf else (1, 0))
+    try:
+        np.linalg.norm(host, ord, axis=(0, 1) if matrix else 1)
+    except ValueError:
+        return False
+    return True
+
+
+def _norm_max(x, axis, keepdims, ord, matrix):  # noqa: A002 - NumPy's name
+    """x.max(axis) of non-negative values, NumPy's norm's reduction: 0 of
+    an empty axis where the installed NumPy's norm gives 0 (its
+    initial=0), else the maximum (a ValueError of nothing as NumPy 1.x)."""
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    if any(x.shape[a] == 0 for a in axes) and _numpy_norm_of_nothing_is_zero(ord, matrix):
+        axes = {_inference.normalize_axis(a, x.ndim) for a in axes}
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keepdims
+                      or i not in axes)
+        return _f().zeros(shape, x.dtype, session=x.session)
+    return x.max(axis=axis, keepdims=keepdims)
+
+
 def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
     """numpy.linalg.norm: vector norms (ord None/2, 1, inf, -inf, 0, any
     other p) over one axis, matrix norms ('fro', 1, -1, inf, -inf; 2, -2
     and 'nuc' of :func:`svd`'s singular values) over two; ints and bool as
-    float64."""
+    float64. The maximum of an empty axis (orders inf; of matrices 1, inf
+    and 2) is the installed NumPy's: 0 (NumPy 2) or a ValueError (1.x)."""
     f = _f()
     x = _remote(x)
     if not _is_inexact(x.dtype):
@@ -132,7 +161,7 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
         if _is_str(ord):
             raise ValueError(f"Invalid norm order '{ord}' for vectors")
         if ord == math.inf:
-            return abs(x).max(axis=axis, keepdims=keepdims)
+            return _norm_max(abs(x), axis, keepdims, math.inf, False)
         if ord == -math.inf:
             return abs(x).min(axis=axis, keepdims=keepdims)
         if ord == 0:
@@ -156,17 +185,19 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
             if ord == "nuc":
                 ret = sv.sum(axis=-1)
             else:
-                ret = sv.max(axis=-1) if ord == 2 else sv.min(axis=-1)
+                ret = _norm_max(sv, -1, False, 2, True) if ord == 2 else sv.min(axis=-1)
         elif not _is_str(ord) and ord in (1, -1):
             if col_axis > row_axis:
                 col_axis -= 1
             s = _sum(abs(x), row_axis)
-            ret = s.max(axis=col_axis) if ord == 1 else s.min(axis=col_axis)
+            ret = (_norm_max(s, col_axis, False, 1, True) if ord == 1
+                   else s.min(axis=col_axis))
         elif not _is_str(ord) and ord in (math.inf, -math.inf):
             if row_axis > col_axis:
                 row_axis -= 1
             s = _sum(abs(x), col_axis)
-            ret = s.max(axis=row_axis) if ord == math.inf else s.min(axis=row_axis)
+            ret = (_norm_max(s, row_axis, False, math.inf, True) if ord == math.inf
+                   else s.min(axis=row_axis))
         elif ord is None or _is_str(ord) and ord in ("fro", "f"):
             ret = f.sqrt(_sum(_abs2(x), (row_axis, col_axis)))
         else:
@@ -992,11 +1023,26 @@ def _no_value():
     pass
 
 
+@functools.lru_cache(maxsize=None)
+def _numpy_rank_of_empty_is_zero():
+    """Whether the installed NumPy's matrix_rank of an empty matrix is 0
+    (NumPy 2.5's largest singular value with initial=0, gh-30422) rather
+    than the ValueError of a maximum of nothing (NumPy 1.24). Asked of
+    NumPy itself, once."""
+    try:
+        np.linalg.matrix_rank(np.zeros((0, 1)))
+    except ValueError:
+        return False
+    return True
+
+
 def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):  # noqa: N803 - NumPy's name
     """numpy.linalg.matrix_rank: the number of singular values above
     ``tol`` (default: the largest times max(M, N) times eps, or times
     ``rtol``); an int64 RemoteArray (0-d, whether any element is nonzero,
-    for fewer than 2 axes: CuPy's array where NumPy gives an int)."""
+    for fewer than 2 axes: CuPy's array where NumPy gives an int). Of
+    empty matrices without ``tol``, the installed NumPy's: 0 or its
+    ValueError (see _numpy_rank_of_empty_is_zero)."""
     f = _f()
     a = _remote(A)
     if a.ndim < 2:
@@ -1007,7 +1053,11 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):  # noqa: N803 - Num
             rtol = max(a.shape[-2:]) * float(np.finfo(np.dtype(s.dtype)).eps)
         else:
             rtol = _remote(rtol, a.session)[..., None]
-        cutoff = s.max(axis=-1, keepdims=True) * rtol
+        if s.shape[-1] == 0 and _numpy_rank_of_empty_is_zero():
+            largest = f.zeros(s.shape[:-1] + (1,), s.dtype, session=a.session)  # initial=0
+        else:
+            largest = s.max(axis=-1, keepdims=True)
+        cutoff = largest * rtol
     else:
         cutoff = _remote(tol, a.session)[..., None]
     return f.count_nonzero(s > cutoff, axis=-1)
@@ -1082,10 +1132,22 @@ def lstsq(a, b, rcond=None):
     return x, resid, rank, s
 
 
+@functools.lru_cache(maxsize=None)
+def _numpy_cond_is_real():
+    """Whether the installed NumPy's cond of a complex matrix is real for
+    every p (NumPy >= 2.3: the real dtype, gh-18304) rather than complex
+    for the orders computed as norm(x) * norm(inv(x)) (NumPy 1.24 casts
+    their real product to the input's complex dtype). Asked of NumPy
+    itself, once."""
+    return np.linalg.cond(np.eye(1, dtype=np.complex128), 1).dtype.kind != "c"
+
+
 def cond(x, p=None):
     """numpy.linalg.cond: s_max / s_min of :func:`svd` (p None, 2; -2 the
     inverse), else norm(x, p) * norm(inv(x), p) (square stacks; a singular
-    one gives inf, as NumPy's NaN-to-inf)."""
+    one gives inf, as NumPy's NaN-to-inf). Complex input gives the real
+    dtype of its precision, as NumPy 2 (for those other orders NumPy 1.24
+    gives the complex dtype: the installed NumPy's, _numpy_cond_is_real)."""
     f = _f()
     x = _remote(x)
     if x.ndim >= 2 and x.size == 0:
@@ -1096,6 +1158,8 @@ def cond(x, p=None):
     else:
         m, dtype = _square_stack(x)
         inverse, singular = _inverse_unchecked(m, dtype)
+        if _numpy_cond_is_real():
+            dtype = np.dtype(_inference.real_dtype(dtype.name))
         r = (norm(m, p, axis=(-2, -1)) * norm(inverse, p, axis=(-2, -1))).astype(dtype)
         r = f.where(singular, math.inf, r).astype(dtype)
     had_nan = f.isnan(x).any(axis=(-2, -1)) if x.ndim >= 2 else f.isnan(x).any()
