@@ -108,12 +108,15 @@ int Main() {
   for (int block : {256, 512, 1024}) {
     for (int values : {8, 16, 32}) {
       for (int min_blocks : {1, 2, 3, 4, 6}) {
-        if (block * min_blocks > 2048) continue;
-        tilings.push_back(SoftmaxTiling{.other_axis = true,
-                                        .block = block,
-                                        .values_last_axis = values,
-                                        .values_other_axis = values,
-                                        .min_blocks_per_sm = min_blocks});
+        for (bool vectorize : {false, true}) {
+          if (block * min_blocks > 2048) continue;
+          tilings.push_back(SoftmaxTiling{.other_axis = true,
+                                          .block = block,
+                                          .values_last_axis = values,
+                                          .values_other_axis = values,
+                                          .vectorize = vectorize,
+                                          .min_blocks_per_sm = min_blocks});
+        }
       }
     }
   }
@@ -139,8 +142,9 @@ int Main() {
       absl::StatusOr<std::optional<SoftmaxKernel>> k =
           GenerateSoftmax(*v, (*plan)->steps[0], "variant", t);
       if (!k.ok() || !k->has_value() || !(*k)->tiled) continue;
-      std::printf("block %4d, values %2d, min blocks %d, parts %3lld:", t.block,
-                  (*k)->values_per_thread, t.min_blocks_per_sm,
+      if (t.vectorize && (*k)->vector_width == 0) continue;  // the same kernel as without
+      std::printf("block %4d, values %2d, min blocks %d, vectors %d, parts %3lld:", t.block,
+                  (*k)->values_per_thread, t.min_blocks_per_sm, (*k)->vector_width,
                   static_cast<long long>((*k)->parts));
       const double ms = TimeKernel(**k, x, out);
       std::printf("%.4f ms, %.2f TB/s\n", ms, 2.0 * n * 4 / (ms / 1e3) / 1e12);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -84,6 +85,9 @@ ABSL_FLAG(bool, testonly_device_faults, false,
 ABSL_FLAG(int, reduction_blocks_per_sm, 4,
           "Reductions with too few outputs to fill the GPU split their reduced range until about "
           "this many blocks per SM run (cuda backend; tuning)");
+ABSL_FLAG(int, rows_elements_per_thread_16bit, 16,
+          "About how many elements of a row each thread of a row program holds when the row's "
+          "data is float16 or bfloat16 (cuda backend; tuning)");
 ABSL_FLAG(ByteCount, pool_reserve, ByteCount{int64_t{1} << 30},
           "Device memory the pool reserves at start, so first requests do not grow it (cuda "
           "backend; at most --pool_release_threshold)");
@@ -206,6 +210,7 @@ const std::vector<std::string> kEnvFlags = {
     "pool_release_threshold",
     "pool_reserve",
     "reduction_blocks_per_sm",
+    "rows_elements_per_thread_16bit",
     "cuda_include_dir",
     "kernel_cache_dir",
     "kernel_cache_max_bytes",
@@ -269,6 +274,8 @@ gpuflow::cuda::CudaBackendOptions CudaOptions(int device) {
   options.pool_release_threshold = absl::GetFlag(FLAGS_pool_release_threshold).bytes;
   options.pool_reserve = absl::GetFlag(FLAGS_pool_reserve).bytes;
   options.reduction_blocks_per_sm = std::max(1, absl::GetFlag(FLAGS_reduction_blocks_per_sm));
+  options.rows_elements_per_thread_16bit =
+      std::clamp(absl::GetFlag(FLAGS_rows_elements_per_thread_16bit), 1, 64);
   options.cuda_include_dir = absl::GetFlag(FLAGS_cuda_include_dir);
   // One on-disk cache for every device: what one compiled, the others load.
   options.kernel_cache_dir =

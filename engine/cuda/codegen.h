@@ -151,6 +151,9 @@ struct SoftmaxTiling {
   // along the last axis and along another.
   int values_last_axis = 32;
   int values_other_axis = 32;
+  // Rows read and written as 16-byte vectors where the register layout's
+  // are (the softmax input the only array read, rows whole vectors).
+  bool vectorize = false;
   // __launch_bounds__'s minimum blocks per SM (3: 40 registers, three
   // blocks of 512 per SM; (64, 2^20) in 0.248 ms against 0.289 at 2).
   int min_blocks_per_sm = 3;
@@ -183,9 +186,12 @@ struct RowsKernel {
   int vector_width = 1;
   int num_words = 0;
 };
+// `elements_per_thread_16bit`: about how many elements each thread holds
+// when the widest array the row holds has 2-byte elements (others 16).
 absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& graph,
                                                        const Step& step,
-                                                       const std::string& name = "gf_rows");
+                                                       const std::string& name = "gf_rows",
+                                                       int elements_per_thread_16bit = 16);
 
 // A scan step (cumsum, cumprod; codegen_scan.cc). The input is seen as
 // `rows` rows of `length` elements `stride` apart (row r starts at

@@ -70,7 +70,8 @@ std::string ElementOf(const ValidatedNode& red, const internal::Accumulator& acc
 }  // namespace
 
 absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& graph,
-                                                       const Step& step, const std::string& name) {
+                                                       const Step& step, const std::string& name,
+                                                       int elements_per_thread_16bit) {
   if (step.kind != StepKind::kRows || step.nodes.empty()) return std::nullopt;
   // The full shape and kept axes, from the first reduction.
   std::vector<int64_t> full;
@@ -163,7 +164,8 @@ absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& gra
   if (vec < 2 || rk.row_length % vec != 0) vec = 1;
   rk.vector_width = vec;
   // About 16 elements a thread: 256 threads for rows of 4096.
-  const int64_t want = (rk.row_length + 15) / 16;
+  const int64_t per_thread = widest == 2 ? std::max(1, elements_per_thread_16bit) : 16;
+  const int64_t want = (rk.row_length + per_thread - 1) / per_thread;
   int block = 32;
   while (block < want && block < 1024) block *= 2;
   rk.block = block;

@@ -82,8 +82,13 @@ std::string TiledCode(const SoftmaxKernel& k, const std::string& name, int words
                       const std::string& decl, const char* c, const std::string& compute_t,
                       bool log, const std::string& pro_body, const std::string& x,
                       const std::string& epi_body, const char* sm_t, const char* out_t,
-                      int reduction, int root) {
+                      const char* in_t, int reduction, int root) {
   const int w = k.rows_per_block;
+  // Elements a vector load or store takes (1: scalar accesses).
+  const int e = std::max(1, k.vector_width);
+  const std::string E = absl::StrCat(e);
+  const std::string VPV = absl::StrCat(k.values_per_thread / e);
+  const std::string LV = absl::StrCat(k.row_length / e);
   const int along_threads = k.block / w;
   const std::string W = absl::StrCat(w);
   const std::string A = absl::StrCat(along_threads);
@@ -113,12 +118,28 @@ std::string TiledCode(const SoftmaxKernel& k, const std::string& name, int words
                         " = red[lane];\n  __syncthreads();\n");
   };
   const std::string value = absl::StrCat("gf::in<", c, ", ", compute_t, ">(", x, ")");
-  // The loop over one thread's elements of part `q`, `body` given `off`.
+  // The loop over one thread's elements of part `q`, `body` given `off`
+  // and `t`, the element's register: `e` neighbours at a time, so the
+  // scalar loops (the parts of blocks that did not come) visit a thread's
+  // elements in the order its vector loads hold them.
   auto part_loop = [&](const std::string& q, const std::string& body) {
-    return absl::StrCat("#pragma unroll\n  for (int i = 0; i < ", VPT, "; ++i) {\n",
-                        "    const long long j = ", q, " * ", chunk, " + i * ", A, " + along;\n",
+    return absl::StrCat("#pragma unroll\n  for (int i = 0; i < ", VPV, "; ++i) {\n",
+                        "#pragma unroll\n  for (int u = 0; u < ", E, "; ++u) {\n",
+                        "    const int t = i * ", E, " + u;\n", "    const long long j = ", q,
+                        " * ", chunk, " + (i * ", A, " + along) * ", E, " + u;\n",
                         "    if (live && j < ", L, ") {\n      const long long off = base + j * ",
-                        S, ";\n", body, "    }\n  }\n");
+                        S, ";\n", body, "    }\n  }\n  }\n");
+  };
+  // The same as vector accesses of the row (a block per row: base is
+  // row * L), `body` given `t` and the vector's element `u`.
+  auto vector_loop = [&](const std::string& head, const std::string& body,
+                         const std::string& tail) {
+    return absl::StrCat(
+        "#pragma unroll\n  for (int i = 0; i < ", VPV, "; ++i) {\n",
+        "    const long long jv = part * ", int64_t{along_threads} * k.values_per_thread / e,
+        " + i * ", A, " + along;\n", "    if (live && jv < ", LV, ") {\n", head, "#pragma unroll\n",
+        "      for (int u = 0; u < ", E, "; ++u) {\n        const int t = i * ", E, " + u;\n", body,
+        "      }\n", tail, "    }\n  }\n");
   };
   const std::string slot = absl::StrCat("(g * ", P, " + q) * ", W, " + lane");
   std::string src;
@@ -150,8 +171,14 @@ std::string TiledCode(const SoftmaxKernel& k, const std::string& name, int words
       ") * ", L, " * ", S, " + row % ", S, " : 0;\n", "  ", c, " v[", VPT, "];\n", "  ", c,
       " m = ", ninf, ";\n", "#pragma unroll\n  for (int i = 0; i < ", VPT, "; ++i) v[i] = ", ninf,
       ";\n",
-      part_loop("part", absl::StrCat(pro_body, "      v[i] = ", value, ";\n",
-                                     "      m = gf::op_maximum<", c, ">(m, v[i]);\n")),
+      e > 1 ? vector_loop(
+                  absl::StrCat("      const gf::vec<", in_t, ", ", E, "> xv = ((const gf::vec<",
+                               in_t, ", ", E, ">*)in0)[row * ", LV, " + jv];\n"),
+                  absl::StrCat("        v[t] = gf::in<", c, ", ", compute_t,
+                               ">(xv.v[u]);\n        m = gf::op_maximum<", c, ">(m, v[t]);\n"),
+                  "")
+            : part_loop("part", absl::StrCat(pro_body, "      v[t] = ", value, ";\n",
+                                             "      m = gf::op_maximum<", c, ">(m, v[t]);\n")),
       combine("m", true), "  ", c, " s = 0;\n", "#pragma unroll\n  for (int i = 0; i < ", VPT,
       "; ++i) if (v[i] != ", ninf, ") s += v[i] == m ? (", c, ")1 : exp(v[i] - m);\n",
       combine("s", false), "  ", c, " M = m;\n  ", c, " S = s;\n");
@@ -203,13 +230,19 @@ std::string TiledCode(const SoftmaxKernel& k, const std::string& name, int words
                               "  __syncthreads();\n  M = red[lane];\n  S = red[32 + lane];\n"));
   }
   std::string finish;
-  const std::string out_expr = RowFinish(c, log, "M", "S", "v[i]", &finish);
-  absl::StrAppend(
-      &src, finish,
-      part_loop("part", absl::StrCat("      const ", sm_t, " v", reduction, " = gf::cv<", sm_t,
-                                     ">(", out_expr, ");\n", epi_body, "      out[off] = gf::cv<",
-                                     out_t, ">(v", root, ");\n")),
-      "}\n");
+  const std::string out_expr = RowFinish(c, log, "M", "S", "v[t]", &finish);
+  const std::string outputs =
+      e > 1
+          ? vector_loop(absl::StrCat("      gf::vec<", out_t, ", ", E, "> ov;\n"),
+                        absl::StrCat("        const ", sm_t, " v", reduction, " = gf::cv<", sm_t,
+                                     ">(", out_expr, ");\n", epi_body, "        ov.v[u] = gf::cv<",
+                                     out_t, ">(v", root, ");\n"),
+                        absl::StrCat("      ((gf::vec<", out_t, ", ", E, ">*)out)[row * ", LV,
+                                     " + jv] = ov;\n"))
+          : part_loop("part", absl::StrCat("      const ", sm_t, " v", reduction, " = gf::cv<",
+                                           sm_t, ">(", out_expr, ");\n", epi_body,
+                                           "      out[off] = gf::cv<", out_t, ">(v", root, ");\n"));
+  absl::StrAppend(&src, finish, outputs, "}\n");
   return src;
 }
 
@@ -317,9 +350,10 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
   for (int n : epilogue) {
     for (const ValueRef& ref : graph.nodes[n].inputs) epilogue_reads_input |= ref == input;
   }
-  const bool vectorize = !k.tiled && in_registers && prologue.empty() && pointers == 1 &&
-                         !k.inputs[0].by_value && k.inputs[0].ref == input &&
-                         !epilogue_reads_input && e > 1 && k.row_length % e == 0;
+  const bool can_vectorize = prologue.empty() && pointers == 1 && !k.inputs[0].by_value &&
+                             k.inputs[0].ref == input && !epilogue_reads_input && e > 1 &&
+                             k.row_length % e == 0;
+  const bool vectorize = !k.tiled && in_registers && can_vectorize;
   // Both layouts: the same kernel around their own row loops; the row's
   // maximum and sum are reduced over the block and shared with every thread.
   const std::string head = absl::StrCat(
@@ -343,8 +377,12 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
   const std::string compute_t = RegisterTypeName(sm.type.compute_dtype);
   std::string src;
   if (k.tiled) {
+    if (tiling.vectorize && can_vectorize && k.rows_per_block == 1 &&
+        k.values_per_thread % e == 0) {
+      k.vector_width = e;
+    }
     src = TiledCode(k, name, word, decl, c, compute_t, log, pro_body, x, epi_body, sm_t, out_t,
-                    step.reduction, step.root);
+                    StorageTypeName(in_dtype), step.reduction, step.root);
   } else if (vectorize) {
     k.vector_width = e;
     const int64_t vectors = k.row_length / e;

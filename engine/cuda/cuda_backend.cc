@@ -333,7 +333,8 @@ absl::StatusOr<RunResult> CudaBackend::Run(const ValidatedGraph& graph, const Pl
                         .step = step,
                         .index = s,
                         .result = result,
-                        .reduction_blocks_per_sm = options_.reduction_blocks_per_sm},
+                        .reduction_blocks_per_sm = options_.reduction_blocks_per_sm,
+                        .rows_elements_per_thread_16bit = options_.rows_elements_per_thread_16bit},
                        address,
                        stream,
                        values.node(step.root)->data(),
@@ -405,14 +406,16 @@ absl::StatusOr<PrecompileResult> CudaBackend::CompilePlan(PlanCode& code,
   auto work = [&](int t) {
     cudaSetDevice(device_->device());
     for (int s = next++; s < n; s = next++) {
-      StepCompileContext ctx{.device = *device_,
-                             .loader = loader_,
-                             .code = &code.steps[s],
-                             .graph = graph,
-                             .step = plan.steps[s],
-                             .index = s,
-                             .result = partial[t],
-                             .reduction_blocks_per_sm = options_.reduction_blocks_per_sm};
+      StepCompileContext ctx{
+          .device = *device_,
+          .loader = loader_,
+          .code = &code.steps[s],
+          .graph = graph,
+          .step = plan.steps[s],
+          .index = s,
+          .result = partial[t],
+          .reduction_blocks_per_sm = options_.reduction_blocks_per_sm,
+          .rows_elements_per_thread_16bit = options_.rows_elements_per_thread_16bit};
       errors[s] = CompileStep(ctx);
     }
   };

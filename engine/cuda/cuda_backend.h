@@ -33,6 +33,10 @@ struct CudaBackendOptions {
   // A reduction whose outputs do not fill the device splits its reduced
   // range until about this many blocks per SM run (a tuning knob).
   int64_t reduction_blocks_per_sm = 4;
+  // About how many elements of a row each thread of a row program holds,
+  // for rows of 2-byte data (float16, bfloat16); others hold 16 (a tuning
+  // knob).
+  int rows_elements_per_thread_16bit = 16;
   // Headers for NVRTC (cuda_fp16.h, cub/).
   std::string cuda_include_dir = "/usr/local/cuda/include";
   // The on-disk kernel cache behind the in-memory one (kernel_cache.h);

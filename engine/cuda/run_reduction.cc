@@ -127,8 +127,9 @@ absl::Status RunSoftmax(StepRunContext& ctx, const SoftmaxKernel& k) {
 
 absl::StatusOr<std::shared_ptr<const std::optional<RowsKernel>>> GenerateRowsStep(
     StepCompileContext& ctx) {
-  return ctx.Generated<std::optional<RowsKernel>>(
-      "rows", [&] { return GenerateRows(ctx.graph, ctx.step); });
+  return ctx.Generated<std::optional<RowsKernel>>("rows", [&] {
+    return GenerateRows(ctx.graph, ctx.step, "gf_rows", ctx.rows_elements_per_thread_16bit);
+  });
 }
 
 }  // namespace

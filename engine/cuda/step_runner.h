@@ -95,6 +95,8 @@ struct StepCompileContext {
   RunResult& result;
   // CudaBackendOptions::reduction_blocks_per_sm.
   int64_t reduction_blocks_per_sm;
+  // CudaBackendOptions::rows_elements_per_thread_16bit.
+  int rows_elements_per_thread_16bit = 16;
 
   const ValidatedNode& root() const { return graph.nodes[step.root]; }
 

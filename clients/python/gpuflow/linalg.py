@@ -1214,7 +1214,6 @@ EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 
 
 @functools.lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=None)
 def _numpy_eig_always_complex():
     """Whether the installed NumPy's eig and eigvals return complex arrays
     for every real input (NumPy 2.5.2 does) rather than real ones when every

@@ -20,13 +20,15 @@ using ::testing::HasSubstr;
 class RowKernels {
  public:
   // Plans `out` of `b` as one row step and generates its kernel.
-  RowsKernel Generate(const RowGraphs& b, const std::string& out) {
+  // `per_thread_16bit`: GenerateRows's elements_per_thread_16bit.
+  RowsKernel Generate(const RowGraphs& b, const std::string& out, int per_thread_16bit = 16) {
     auto [graph, plan] = b.Build({out});
     EXPECT_NE(plan, nullptr);
     if (plan == nullptr) return {};
     EXPECT_EQ(plan->steps.size(), 1u);
     EXPECT_EQ(plan->steps.back().kind, StepKind::kRows) << plan->steps.back().description;
-    auto k = GenerateRows(graph, plan->steps.back(), "rows" + std::to_string(count_++));
+    auto k = GenerateRows(graph, plan->steps.back(), "rows" + std::to_string(count_++),
+                          per_thread_16bit);
     EXPECT_TRUE(k.ok()) << k.status();
     if (!k.ok() || !k->has_value()) {
       ADD_FAILURE() << "no kernel for " << plan->steps.back().description;
@@ -94,6 +96,11 @@ TEST(CodegenRowsTest, LayoutsOfCommonShapes) {
   const RowsKernel bf = kernels.Generate(h, h.LayerNorm("x", "g", "b"));
   EXPECT_EQ(bf.block, 1024);
   EXPECT_EQ(bf.vector_width, 8);
+  // More elements a thread for 2-byte rows (--rows_elements_per_thread_16bit);
+  // float32 rows keep 16.
+  EXPECT_EQ(kernels.Generate(h, h.LayerNorm("x", "g", "b"), 32).block, 512);
+  EXPECT_EQ(kernels.Generate(h, h.LayerNorm("x", "g", "b"), 64).block, 256);
+  EXPECT_EQ(kernels.Generate(a, a.LayerNorm("x", "g", "b"), 64).block, 256);
   kernels.ExpectAllCompile();
 }
 

@@ -445,8 +445,9 @@ TEST(NvrtcTest, CompileErrorsCarryTheLog) {
 }
 
 // Rows of whole 16-byte vectors are read and written as vectors (softmax
-// and log_softmax, float32 and float16, with an epilogue); a row that is not
-// (or an epilogue that reads the input again) keeps scalar accesses.
+// and log_softmax, float32 and float16, with an epilogue; a block per row,
+// and tiled rows when SoftmaxTiling::vectorize); a row that is not (or an
+// epilogue that reads the input again) keeps scalar accesses.
 TEST(CodegenTest, SoftmaxRowsOfWholeVectorsUseVectorLoads) {
   std::string program = kDeviceLibrary;
   int kernels = 0;
@@ -460,15 +461,20 @@ TEST(CodegenTest, SoftmaxRowsOfWholeVectorsUseVectorLoads) {
         g.nodes.push_back(MakeNode(
             "e", "mul",
             {Input::Node("s"), reread ? Input::Array("x") : Input::FromScalar(Scalar::Int(2))}));
-        auto prepared = Prepare(g, dtype, {16, 1024}, {});
-        ASSERT_TRUE(prepared.has_value());
-        ASSERT_EQ(prepared->second->steps.size(), 1u);
-        auto k = GenerateSoftmax(prepared->first, prepared->second->steps[0],
-                                 "sm" + std::to_string(kernels++));
-        ASSERT_TRUE(k.ok()) << k.status();
-        ASSERT_TRUE(k->has_value());
-        EXPECT_EQ((*k)->vector_width, reread ? 0 : (dtype == DType::kFloat32 ? 4 : 8));
-        program += (*k)->kernel_source;
+        // A block per row, and (with SoftmaxTiling::vectorize) tiled rows.
+        for (const std::vector<int64_t>& shape : {std::vector<int64_t>{16, 1024}, {2, 40000}}) {
+          auto prepared = Prepare(g, dtype, shape, {});
+          ASSERT_TRUE(prepared.has_value());
+          ASSERT_EQ(prepared->second->steps.size(), 1u);
+          auto k =
+              GenerateSoftmax(prepared->first, prepared->second->steps[0],
+                              "sm" + std::to_string(kernels++), SoftmaxTiling{.vectorize = true});
+          ASSERT_TRUE(k.ok()) << k.status();
+          ASSERT_TRUE(k->has_value());
+          EXPECT_EQ((*k)->tiled, shape[1] == 40000);
+          EXPECT_EQ((*k)->vector_width, reread ? 0 : (dtype == DType::kFloat32 ? 4 : 8));
+          program += (*k)->kernel_source;
+        }
       }
     }
   }
@@ -570,124 +576,133 @@ TEST(CodegenTest, TiledSoftmaxBlocksThatStopWaitingGiveTheSameBits) {
                         {{2, 40000}, 1, DType::kFloat64},
                         {{300, 3, 40}, 0, DType::kFloat64}};
   for (const Case& c : cases) {
-    for (const char* op : {"softmax", "log_softmax"}) {
-      SCOPED_TRACE(absl::StrCat(op, " of ", absl::StrJoin(c.shape, "x"), " over ", c.axis));
-      // softmax(x * x) + y: a prologue and an epilogue reading another array.
-      Graph g;
-      g.nodes.push_back(MakeNode("a", "mul", {Input::Array("x"), Input::Array("x")}));
-      Node sm = MakeNode("s", op, {Input::Node("a")});
-      sm.attrs["axis"] = c.axis;
-      g.nodes.push_back(sm);
-      g.nodes.push_back(MakeNode("e", "add", {Input::Node("s"), Input::Array("y")}));
-      auto prepared = Prepare(g, c.dtype, c.shape, c.shape);
-      ASSERT_TRUE(prepared.has_value());
-      auto k = GenerateSoftmax(prepared->first, prepared->second->steps[0], "tiled",
-                               SoftmaxTiling{.other_axis = true});
-      ASSERT_TRUE(k.ok()) << k.status();
-      ASSERT_TRUE(k->has_value());
-      ASSERT_TRUE((*k)->tiled);
-      ASSERT_EQ((*k)->inputs.size(), 2u);  // x and y, by pointer
-      const int64_t n = (*k)->rows * (*k)->row_length;
-      const int64_t size = ItemSize(c.dtype);
-      std::mt19937 rng(7);
-      std::normal_distribution<double> normal(0.0, 1.5);
-      std::vector<double> x(n), y(n);
-      for (double& v : x) v = normal(rng);
-      for (double& v : y) v = normal(rng);
-      std::vector<std::byte> x_bytes(n * size), y_bytes(n * size);
-      for (int64_t i = 0; i < n; ++i) {
-        if (c.dtype == DType::kFloat32) {
-          const float fx = static_cast<float>(x[i]), fy = static_cast<float>(y[i]);
-          x[i] = fx;
-          y[i] = fy;
-          std::memcpy(&x_bytes[i * 4], &fx, 4);
-          std::memcpy(&y_bytes[i * 4], &fy, 4);
-        } else {
-          std::memcpy(&x_bytes[i * 8], &x[i], 8);
-          std::memcpy(&y_bytes[i * 8], &y[i], 8);
+    // fused: softmax(x * x) + y, a prologue and an epilogue reading another
+    // array; else softmax(x) alone, with vector loads along the last axis.
+    for (const bool fused : {true, false}) {
+      for (const char* op : {"softmax", "log_softmax"}) {
+        SCOPED_TRACE(absl::StrCat(op, " of ", absl::StrJoin(c.shape, "x"), " over ", c.axis,
+                                  fused ? ", fused" : ""));
+        Graph g;
+        if (fused) g.nodes.push_back(MakeNode("a", "mul", {Input::Array("x"), Input::Array("x")}));
+        Node sm = MakeNode("s", op, {fused ? Input::Node("a") : Input::Array("x")});
+        sm.attrs["axis"] = c.axis;
+        g.nodes.push_back(sm);
+        if (fused) g.nodes.push_back(MakeNode("e", "add", {Input::Node("s"), Input::Array("y")}));
+        auto prepared = Prepare(g, c.dtype, c.shape, c.shape);
+        ASSERT_TRUE(prepared.has_value());
+        auto k = GenerateSoftmax(prepared->first, prepared->second->steps[0], "tiled",
+                                 SoftmaxTiling{.other_axis = true, .vectorize = true});
+        ASSERT_TRUE(k.ok()) << k.status();
+        ASSERT_TRUE(k->has_value());
+        ASSERT_TRUE((*k)->tiled);
+        ASSERT_EQ((*k)->inputs.size(), fused ? 2u : 1u);  // x (and y), by pointer
+        EXPECT_EQ((*k)->vector_width > 0, !fused && c.axis != 0) << (*k)->vector_width;
+        const int64_t n = (*k)->rows * (*k)->row_length;
+        const int64_t size = ItemSize(c.dtype);
+        std::mt19937 rng(7);
+        std::normal_distribution<double> normal(0.0, 1.5);
+        std::vector<double> x(n), y(n);
+        for (double& v : x) v = normal(rng);
+        for (double& v : y) v = normal(rng);
+        std::vector<std::byte> x_bytes(n * size), y_bytes(n * size);
+        for (int64_t i = 0; i < n; ++i) {
+          if (c.dtype == DType::kFloat32) {
+            const float fx = static_cast<float>(x[i]), fy = static_cast<float>(y[i]);
+            x[i] = fx;
+            y[i] = fy;
+            std::memcpy(&x_bytes[i * 4], &fx, 4);
+            std::memcpy(&y_bytes[i * 4], &fy, 4);
+          } else {
+            std::memcpy(&x_bytes[i * 8], &x[i], 8);
+            std::memcpy(&y_bytes[i * 8], &y[i], 8);
+          }
         }
-      }
-      // The reference, in float64.
-      const int64_t stride = (*k)->stride, length = (*k)->row_length;
-      std::vector<double> want(n);
-      for (int64_t r = 0; r < (*k)->rows; ++r) {
-        const int64_t base = (r / stride) * length * stride + r % stride;
-        double mx = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < length; ++j)
-          mx = std::max(mx, x[base + j * stride] * x[base + j * stride]);
-        for (int64_t j = 0; j < length; ++j)
-          sum += std::exp(x[base + j * stride] * x[base + j * stride] - mx);
-        for (int64_t j = 0; j < length; ++j) {
-          const int64_t o = base + j * stride;
-          const double a = x[o] * x[o];
-          want[o] =
-              (std::string(op) == "softmax" ? std::exp(a - mx) / sum : a - mx - std::log(sum)) +
-              y[o];
+        // The reference, in float64.
+        const int64_t stride = (*k)->stride, length = (*k)->row_length;
+        std::vector<double> want(n);
+        for (int64_t r = 0; r < (*k)->rows; ++r) {
+          const int64_t base = (r / stride) * length * stride + r % stride;
+          double mx = -INFINITY, sum = 0;
+          auto a = [&](int64_t j) {
+            const double v = x[base + j * stride];
+            return fused ? v * v : v;
+          };
+          for (int64_t j = 0; j < length; ++j) mx = std::max(mx, a(j));
+          for (int64_t j = 0; j < length; ++j) sum += std::exp(a(j) - mx);
+          for (int64_t j = 0; j < length; ++j) {
+            const int64_t o = base + j * stride;
+            const double v = fused ? x[o] * x[o] : x[o];
+            want[o] =
+                (std::string(op) == "softmax" ? std::exp(v - mx) / sum : v - mx - std::log(sum)) +
+                (fused ? y[o] : 0.0);
+          }
         }
-      }
-      const std::string wait = absl::StrCat("> ", 5'000'000, "ull");
-      std::string eager = (*k)->source;
-      if ((*k)->parts > 1) {
-        ASSERT_NE(eager.find(wait), std::string::npos);
-        eager.replace(eager.find(wait), wait.size(), "> 0ull");
-      }
-      std::vector<std::vector<std::byte>> outputs;
-      for (const std::string& source : {(*k)->source, eager}) {
-        CompileOptions options;
-        options.arch = 90;
-        absl::StatusOr<CompiledModule> module = CompileToCubin(source, "tiled.cu", options);
-        ASSERT_TRUE(module.ok()) << module.status();
-        cudaLibrary_t library = nullptr;
-        ASSERT_EQ(cudaLibraryLoadData(&library, module->cubin.data(), nullptr, nullptr, 0, nullptr,
-                                      nullptr, 0),
-                  cudaSuccess);
-        cudaKernel_t kernel = nullptr;
-        ASSERT_EQ(cudaLibraryGetKernel(&kernel, library, "tiled"), cudaSuccess);
-        const int64_t groups = ((*k)->rows + (*k)->rows_per_block - 1) / (*k)->rows_per_block;
-        const int64_t counter_bytes = ((1 + groups) * 4 + 15) / 16 * 16;
-        const int64_t scratch_bytes =
-            counter_bytes + 2 * groups * (*k)->parts * (*k)->rows_per_block * size;
-        void *dx = nullptr, *dy = nullptr, *dout = nullptr, *scratch = nullptr;
-        ASSERT_EQ(cudaMalloc(&dx, n * size), cudaSuccess);
-        ASSERT_EQ(cudaMalloc(&dy, n * size), cudaSuccess);
-        ASSERT_EQ(cudaMalloc(&dout, n * size), cudaSuccess);
-        ASSERT_EQ(cudaMalloc(&scratch, scratch_bytes), cudaSuccess);
-        ASSERT_EQ(cudaMemcpy(dx, x_bytes.data(), n * size, cudaMemcpyHostToDevice), cudaSuccess);
-        ASSERT_EQ(cudaMemcpy(dy, y_bytes.data(), n * size, cudaMemcpyHostToDevice), cudaSuccess);
-        ASSERT_EQ(cudaMemset(scratch, 0, counter_bytes), cudaSuccess);
-        std::vector<uint64_t> words = {
-            reinterpret_cast<uint64_t>(dx), reinterpret_cast<uint64_t>(dy),
-            reinterpret_cast<uint64_t>(dout), static_cast<uint64_t>((*k)->rows),
-            reinterpret_cast<uint64_t>(scratch)};
-        void* args[] = {words.data()};
-        ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(kernel),
-                                   dim3(static_cast<unsigned>(groups * (*k)->parts)),
-                                   dim3((*k)->block), args, 0, nullptr),
-                  cudaSuccess);
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        std::vector<std::byte> out(n * size);
-        ASSERT_EQ(cudaMemcpy(out.data(), dout, n * size, cudaMemcpyDeviceToHost), cudaSuccess);
-        for (void* ptr : {dx, dy, dout, scratch}) cudaFree(ptr);
-        cudaLibraryUnload(library);
-        outputs.push_back(std::move(out));
-      }
-      EXPECT_TRUE(outputs[0] == outputs[1]) << "the blocks that stopped waiting differ";
-      int64_t bad = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        double got = 0;
-        if (c.dtype == DType::kFloat32) {
-          float f;
-          std::memcpy(&f, &outputs[0][i * 4], 4);
-          got = f;
-        } else {
-          std::memcpy(&got, &outputs[0][i * 8], 8);
+        const std::string wait = absl::StrCat("> ", 5'000'000, "ull");
+        std::string eager = (*k)->source;
+        if ((*k)->parts > 1) {
+          ASSERT_NE(eager.find(wait), std::string::npos);
+          eager.replace(eager.find(wait), wait.size(), "> 0ull");
         }
-        const double tol = (c.dtype == DType::kFloat32 ? 2e-5 : 1e-12) * (1 + std::abs(want[i]));
-        if (!(std::abs(got - want[i]) <= tol) && bad++ < 5) {
-          ADD_FAILURE() << "element " << i << ": " << got << ", want " << want[i];
+        std::vector<std::vector<std::byte>> outputs;
+        for (const std::string& source : {(*k)->source, eager}) {
+          CompileOptions options;
+          options.arch = 90;
+          absl::StatusOr<CompiledModule> module = CompileToCubin(source, "tiled.cu", options);
+          ASSERT_TRUE(module.ok()) << module.status();
+          cudaLibrary_t library = nullptr;
+          ASSERT_EQ(cudaLibraryLoadData(&library, module->cubin.data(), nullptr, nullptr, 0,
+                                        nullptr, nullptr, 0),
+                    cudaSuccess);
+          cudaKernel_t kernel = nullptr;
+          ASSERT_EQ(cudaLibraryGetKernel(&kernel, library, "tiled"), cudaSuccess);
+          const int64_t groups = ((*k)->rows + (*k)->rows_per_block - 1) / (*k)->rows_per_block;
+          const int64_t counter_bytes = ((1 + groups) * 4 + 15) / 16 * 16;
+          const int64_t scratch_bytes =
+              counter_bytes + 2 * groups * (*k)->parts * (*k)->rows_per_block * size;
+          void *dx = nullptr, *dy = nullptr, *dout = nullptr, *scratch = nullptr;
+          ASSERT_EQ(cudaMalloc(&dx, n * size), cudaSuccess);
+          ASSERT_EQ(cudaMalloc(&dy, n * size), cudaSuccess);
+          ASSERT_EQ(cudaMalloc(&dout, n * size), cudaSuccess);
+          ASSERT_EQ(cudaMalloc(&scratch, scratch_bytes), cudaSuccess);
+          ASSERT_EQ(cudaMemcpy(dx, x_bytes.data(), n * size, cudaMemcpyHostToDevice), cudaSuccess);
+          ASSERT_EQ(cudaMemcpy(dy, y_bytes.data(), n * size, cudaMemcpyHostToDevice), cudaSuccess);
+          ASSERT_EQ(cudaMemset(scratch, 0, counter_bytes), cudaSuccess);
+          std::vector<uint64_t> words = {reinterpret_cast<uint64_t>(dx)};
+          if (fused) words.push_back(reinterpret_cast<uint64_t>(dy));
+          for (uint64_t word : {reinterpret_cast<uint64_t>(dout), static_cast<uint64_t>((*k)->rows),
+                                reinterpret_cast<uint64_t>(scratch)}) {
+            words.push_back(word);
+          }
+          void* args[] = {words.data()};
+          ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(kernel),
+                                     dim3(static_cast<unsigned>(groups * (*k)->parts)),
+                                     dim3((*k)->block), args, 0, nullptr),
+                    cudaSuccess);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          std::vector<std::byte> out(n * size);
+          ASSERT_EQ(cudaMemcpy(out.data(), dout, n * size, cudaMemcpyDeviceToHost), cudaSuccess);
+          for (void* ptr : {dx, dy, dout, scratch}) cudaFree(ptr);
+          cudaLibraryUnload(library);
+          outputs.push_back(std::move(out));
         }
+        EXPECT_TRUE(outputs[0] == outputs[1]) << "the blocks that stopped waiting differ";
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          double got = 0;
+          if (c.dtype == DType::kFloat32) {
+            float f;
+            std::memcpy(&f, &outputs[0][i * 4], 4);
+            got = f;
+          } else {
+            std::memcpy(&got, &outputs[0][i * 8], 8);
+          }
+          const double tol = (c.dtype == DType::kFloat32 ? 2e-5 : 1e-12) * (1 + std::abs(want[i]));
+          if (!(std::abs(got - want[i]) <= tol) && bad++ < 5) {
+            ADD_FAILURE() << "element " << i << ": " << got << ", want " << want[i];
+          }
+        }
+        EXPECT_EQ(bad, 0);
       }
-      EXPECT_EQ(bad, 0);
     }
   }
 }
