@@ -74,15 +74,23 @@ absl::Status RunSoftmax(StepRunContext& ctx, const SoftmaxKernel& k) {
   if (k.tiled && k.parts > 1) {
     // A row's blocks must all fit on the device at once, or every one of
     // them waits its 5 ms before computing the others' parts (a device with
-    // few SMs): then the untiled layouts instead.
-    int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per_sm, reinterpret_cast<const void*>(*kernel), k.block, 0) != cudaSuccess) {
-      cudaGetLastError();  // not sticky; the tiled kernel still runs
-    } else if (per_sm * sms < k.parts) {
+    // few SMs): then the untiled layouts instead. Asked once per plan step.
+    absl::StatusOr<std::shared_ptr<const bool>> fits =
+        ctx.Generated<bool>("softmax_tiles_fit", [&]() -> absl::StatusOr<bool> {
+          int per_sm = 0;
+          if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                  &per_sm, reinterpret_cast<const void*>(*kernel), k.block, 0) != cudaSuccess) {
+            cudaGetLastError();  // not sticky; the tiled kernel still runs
+            return true;
+          }
+          return per_sm * sms >= k.parts;
+        });
+    if (!fits.ok()) return fits.status();
+    if (!**fits) {
       absl::StatusOr<std::shared_ptr<const std::optional<SoftmaxKernel>>> untiled =
           ctx.Generated<std::optional<SoftmaxKernel>>("softmax_untiled", [&] {
-            return GenerateSoftmax(ctx.graph, ctx.step, "gf_softmax",
+            // Named apart: the step's kernel table is keyed by name.
+            return GenerateSoftmax(ctx.graph, ctx.step, "gf_softmax_untiled",
                                    SoftmaxTiling{.enabled = false});
           });
       if (!untiled.ok()) return untiled.status();
@@ -95,7 +103,7 @@ absl::Status RunSoftmax(StepRunContext& ctx, const SoftmaxKernel& k) {
   words.push_back(static_cast<uint64_t>(k.rows));
   if (k.tiled) {
     // Scratch: the ticket and a count per group of rows (zeroed), then each
-    // part's maximum and sum (see TiledCode in codegen_reduce.cc).
+    // part's maximum and sum (see TiledCode in codegen_softmax.cc).
     const int64_t groups = (k.rows + k.rows_per_block - 1) / k.rows_per_block;
     const int64_t counter_bytes = ((1 + groups) * 4 + 15) / 16 * 16;
     const int64_t blocks = groups * k.parts;
