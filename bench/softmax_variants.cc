@@ -46,11 +46,8 @@ double TimeKernel(const SoftmaxKernel& k, const void* x, void* out) {
                                  nullptr, 0));
   cudaKernel_t kernel = nullptr;
   CHECK_CUDA(cudaLibraryGetKernel(&kernel, library, k.name.c_str()));
-  const int64_t groups = (k.rows + k.rows_per_block - 1) / k.rows_per_block;
-  const int64_t counter_bytes = ((1 + groups) * 4 + 15) / 16 * 16;
   void* scratch = nullptr;
-  CHECK_CUDA(cudaMalloc(
-      &scratch, counter_bytes + 2 * groups * k.parts * k.rows_per_block * k.accumulator_bytes));
+  CHECK_CUDA(cudaMalloc(&scratch, TiledScratchBytes(k)));
   std::vector<uint64_t> words = {reinterpret_cast<uint64_t>(x), reinterpret_cast<uint64_t>(out),
                                  static_cast<uint64_t>(k.rows),
                                  reinterpret_cast<uint64_t>(scratch)};
@@ -61,10 +58,10 @@ double TimeKernel(const SoftmaxKernel& k, const void* x, void* out) {
   std::vector<float> ms;
   for (int run = 0; run < 35; ++run) {
     CHECK_CUDA(cudaEventRecord(begin));
-    CHECK_CUDA(cudaMemsetAsync(scratch, 0, counter_bytes));
+    CHECK_CUDA(cudaMemsetAsync(scratch, 0, TiledCounterBytes(k)));
     CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel),
-                                dim3(static_cast<unsigned>(groups * k.parts)), dim3(k.block), args,
-                                0, nullptr));
+                                dim3(static_cast<unsigned>(TiledBlocks(k))), dim3(k.block), args, 0,
+                                nullptr));
     CHECK_CUDA(cudaEventRecord(end));
     CHECK_CUDA(cudaEventSynchronize(end));
     float t = 0;

@@ -126,8 +126,8 @@ struct SoftmaxKernel {
   // Rows held in the registers of `parts` blocks of `block` threads (each
   // block `rows_per_block` neighbouring rows, `values_per_thread` elements of
   // each a thread), which exchange their parts' maximum and sum through a
-  // zeroed scratch buffer (TiledScratchBytes; its first TiledCounterBytes
-  // zeroed): launch ceil(rows / rows_per_block) * parts blocks.
+  // scratch buffer of TiledScratchBytes whose first TiledCounterBytes are
+  // zeroed: launch TiledBlocks blocks.
   bool tiled = false;
   int64_t parts = 0;
   int rows_per_block = 0;
@@ -164,6 +164,11 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
                                                              const Step& step,
                                                              const std::string& name = "gf_softmax",
                                                              const SoftmaxTiling& tiling = {});
+// A tiled softmax's launch: its blocks (a part of a group of rows_per_block
+// rows each), its scratch and the counters at its start that must be zero.
+int64_t TiledBlocks(const SoftmaxKernel& k);
+int64_t TiledScratchBytes(const SoftmaxKernel& k);
+int64_t TiledCounterBytes(const SoftmaxKernel& k);
 
 // A row program (StepKind::kRows; codegen_rows.cc): a block per row (the
 // step's full shape seen as `rows` rows of `row_length` elements, the

@@ -153,8 +153,8 @@ std::string TiledCode(const SoftmaxKernel& k, const std::string& name, int words
       "extern \"C\" __global__ void __launch_bounds__(", k.block, ", ", k.min_blocks_per_sm, ") ",
       name, "(const ", name, "_args p) {\n", decl, "  const long long groups = (rows + ", W,
       " - 1) / ", W, ";\n",
-      // Scratch: the ticket, a count of parts done per group, then each
-      // part's maximum and sum.
+      // Scratch (TiledScratchBytes): the ticket, a count of parts done per
+      // group (TiledCounterBytes, zeroed), then each part's maximum and sum.
       "  unsigned* const counters = (unsigned*)scratch;\n", "  ", c, "* const pmax = (", c,
       "*)(scratch + ((1 + groups) * 4 + 15) / 16 * 16);\n", "  ", c,
       "* const psum = pmax + groups * ", P, " * ", W, ";\n",
@@ -248,6 +248,22 @@ std::string TiledCode(const SoftmaxKernel& k, const std::string& name, int words
 
 }  // namespace
 
+int64_t TiledBlocks(const SoftmaxKernel& k) {
+  return (k.rows + k.rows_per_block - 1) / k.rows_per_block * k.parts;
+}
+
+// The ticket and a count per group of rows, rounded to 16 bytes (TiledCode's
+// `pmax` starts there).
+int64_t TiledCounterBytes(const SoftmaxKernel& k) {
+  const int64_t groups = (k.rows + k.rows_per_block - 1) / k.rows_per_block;
+  return ((1 + groups) * 4 + 15) / 16 * 16;
+}
+
+// The counters, then each part's maximum and sum for each of its rows.
+int64_t TiledScratchBytes(const SoftmaxKernel& k) {
+  return TiledCounterBytes(k) + 2 * TiledBlocks(k) * k.rows_per_block * k.accumulator_bytes;
+}
+
 absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGraph& graph,
                                                              const Step& step,
                                                              const std::string& name,
@@ -279,20 +295,19 @@ absl::StatusOr<std::optional<SoftmaxKernel>> GenerateSoftmax(const ValidatedGrap
   // through memory, so the row is read once (see TiledCode).
   const bool wide_compute = ItemSize(sm.type.compute_dtype) >= 8;
   if (tiling.enabled && (k.thread_per_row ? tiling.other_axis : !in_registers)) {
-    k.rows_per_block = k.thread_per_row ? 32 : 1;
-    k.block = tiling.block;
-    k.min_blocks_per_sm = tiling.min_blocks_per_sm;
-    k.values_per_thread =
+    const int rows_per_block = k.thread_per_row ? 32 : 1;
+    const int values =
         std::max(1, (k.thread_per_row ? tiling.values_other_axis : tiling.values_last_axis) /
                         (wide_compute ? 2 : 1));
-    const int64_t chunk = int64_t{k.block / k.rows_per_block} * k.values_per_thread;
-    k.parts = (k.row_length + chunk - 1) / chunk;
-    k.tiled = k.parts <= kMaxTiledParts;
-    if (!k.tiled) {
-      k.block = k.thread_per_row ? 32 * lanes : k.row_length <= 32 * 256 ? 256 : 1024;
-      k.parts = 0;
-      k.rows_per_block = 0;
-      k.values_per_thread = 0;
+    const int64_t chunk = int64_t{tiling.block / rows_per_block} * values;
+    const int64_t parts = (k.row_length + chunk - 1) / chunk;
+    if (parts <= kMaxTiledParts) {
+      k.tiled = true;
+      k.parts = parts;
+      k.rows_per_block = rows_per_block;
+      k.values_per_thread = values;
+      k.block = tiling.block;
+      k.min_blocks_per_sm = tiling.min_blocks_per_sm;
     }
   }
   // Longer rows are cut into parts, each a block (three kernels).

@@ -102,20 +102,16 @@ absl::Status RunSoftmax(StepRunContext& ctx, const SoftmaxKernel& k) {
   words.push_back(reinterpret_cast<uint64_t>(ctx.out));
   words.push_back(static_cast<uint64_t>(k.rows));
   if (k.tiled) {
-    // Scratch: the ticket and a count per group of rows (zeroed), then each
-    // part's maximum and sum (see TiledCode in codegen_softmax.cc).
-    const int64_t groups = (k.rows + k.rows_per_block - 1) / k.rows_per_block;
-    const int64_t counter_bytes = ((1 + groups) * 4 + 15) / 16 * 16;
-    const int64_t blocks = groups * k.parts;
+    const int64_t blocks = TiledBlocks(k);
     if (blocks > (int64_t{1} << 31) - 1) {
       return absl::InvalidArgumentError(absl::StrCat("softmax of ", k.rows, " rows of ",
                                                      k.row_length, " is too large for one grid"));
     }
-    absl::StatusOr<std::unique_ptr<CudaBuffer>> scratch = ctx.device.AllocateOn(
-        counter_bytes + 2 * groups * k.parts * k.rows_per_block * k.accumulator_bytes, ctx.stream);
+    absl::StatusOr<std::unique_ptr<CudaBuffer>> scratch =
+        ctx.device.AllocateOn(TiledScratchBytes(k), ctx.stream);
     if (!scratch.ok()) return scratch.status();
     GPUFLOW_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync((*scratch)->data(), 0, counter_bytes, ctx.stream.get()));
+        cudaMemsetAsync((*scratch)->data(), 0, TiledCounterBytes(k), ctx.stream.get()));
     words.push_back(reinterpret_cast<uint64_t>((*scratch)->data()));
     ScalarWords(ctx, k.inputs, words);
     // `scratch` is freed in stream order, after the kernel.

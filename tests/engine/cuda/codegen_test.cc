@@ -655,18 +655,14 @@ TEST(CodegenTest, TiledSoftmaxBlocksThatStopWaitingGiveTheSameBits) {
                     cudaSuccess);
           cudaKernel_t kernel = nullptr;
           ASSERT_EQ(cudaLibraryGetKernel(&kernel, library, "tiled"), cudaSuccess);
-          const int64_t groups = ((*k)->rows + (*k)->rows_per_block - 1) / (*k)->rows_per_block;
-          const int64_t counter_bytes = ((1 + groups) * 4 + 15) / 16 * 16;
-          const int64_t scratch_bytes =
-              counter_bytes + 2 * groups * (*k)->parts * (*k)->rows_per_block * size;
           void *dx = nullptr, *dy = nullptr, *dout = nullptr, *scratch = nullptr;
           ASSERT_EQ(cudaMalloc(&dx, n * size), cudaSuccess);
           ASSERT_EQ(cudaMalloc(&dy, n * size), cudaSuccess);
           ASSERT_EQ(cudaMalloc(&dout, n * size), cudaSuccess);
-          ASSERT_EQ(cudaMalloc(&scratch, scratch_bytes), cudaSuccess);
+          ASSERT_EQ(cudaMalloc(&scratch, TiledScratchBytes(**k)), cudaSuccess);
           ASSERT_EQ(cudaMemcpy(dx, x_bytes.data(), n * size, cudaMemcpyHostToDevice), cudaSuccess);
           ASSERT_EQ(cudaMemcpy(dy, y_bytes.data(), n * size, cudaMemcpyHostToDevice), cudaSuccess);
-          ASSERT_EQ(cudaMemset(scratch, 0, counter_bytes), cudaSuccess);
+          ASSERT_EQ(cudaMemset(scratch, 0, TiledCounterBytes(**k)), cudaSuccess);
           std::vector<uint64_t> words = {reinterpret_cast<uint64_t>(dx)};
           if (fused) words.push_back(reinterpret_cast<uint64_t>(dy));
           for (uint64_t word : {reinterpret_cast<uint64_t>(dout), static_cast<uint64_t>((*k)->rows),
@@ -675,7 +671,7 @@ TEST(CodegenTest, TiledSoftmaxBlocksThatStopWaitingGiveTheSameBits) {
           }
           void* args[] = {words.data()};
           ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(kernel),
-                                     dim3(static_cast<unsigned>(groups * (*k)->parts)),
+                                     dim3(static_cast<unsigned>(TiledBlocks(**k))),
                                      dim3((*k)->block), args, 0, nullptr),
                     cudaSuccess);
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
