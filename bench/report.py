@@ -176,6 +176,7 @@ def latency_phases_section(lp):
     rows = []
     for key, label in (("keepalive_raw", "KeepAlive, raw stub (the floor for our own server)"),
                        ("execute_raw", "Execute of a prebuilt 10-op chain, raw stub, 16 KiB inline"),
+                       ("execute_raw_bytes", "the same request serialised once, sent as bytes"),
                        ("execute_session", "the same graph through `Session.execute`"),
                        ("execute_raw_prepared", "the same graph prepared, by handle, raw stub"),
                        ("remote_array_get", "the same expression as RemoteArrays, `.get()`"),
@@ -193,6 +194,9 @@ def latency_phases_section(lp):
                 f"{k.replace('_p50_us', '')} {v:.1f}" for k, v in phases.items()) + ".")
     if "execute_raw_minus_keepalive_us" in lp:
         text += f" Raw Execute − KeepAlive: {lp['execute_raw_minus_keepalive_us']:.0f} µs."
+    if "execute_raw_bytes_minus_keepalive_us" in lp:
+        text += (" Sent as bytes − KeepAlive: "
+                 f"{lp['execute_raw_bytes_minus_keepalive_us']:.0f} µs.")
     if "get_minus_raw_us" in lp:
         text += f" RemoteArray `.get()` − raw Execute: {lp['get_minus_raw_us']:.0f} µs."
     return text

@@ -21,7 +21,8 @@ BACKEND_IS_CPU = BACKEND == "cpu"
 def test_latency_phases_reports_every_call_and_phase(server):
     result = latency_phases.measure(server.target, n=20, warmup=5)
     assert result["answer_ok"]
-    for key in ("keepalive_raw", "execute_raw", "execute_session", "execute_raw_prepared",
+    for key in ("keepalive_raw", "execute_raw", "execute_raw_bytes", "execute_session",
+                "execute_raw_prepared",
                 "remote_array_get", "remote_array_get_prebuilt", "fused_get"):
         assert result[key]["n"] == 20 and result[key]["p50_us"] > 0
     phases = result["server_phases"]
@@ -35,8 +36,10 @@ def test_latency_phases_reports_every_call_and_phase(server):
     prepared = result["server_phases_prepared"]
     assert prepared["validate_p50_us"] == 0 and prepared["plan_p50_us"] == 0
     assert "get_minus_raw_us" in result
+    assert result["server_total_bytes_p50_us"] > 0
     text = report.latency_phases_section(result)
     assert "KeepAlive" in text and "total" in text and "by handle" in text
+    assert "as bytes" in text
 
 
 def test_isolation_bench_runs_both_cases(server):
