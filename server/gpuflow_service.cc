@@ -598,7 +598,8 @@ grpc::ServerUnaryReactor* GpuFlowService::DeleteArray(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(
     grpc::CallbackServerContext* context, RpcObserver call, const std::string& session_id,
     std::function<absl::Status(Session&, RunControl&, const CallerPermissions&)> work,
-    const std::function<bool(Session&, const CallerPermissions&)>& may_run_inline) {
+    const std::function<bool(Session&, const CallerPermissions&)>& may_run_inline,
+    std::function<void(const absl::Status&)> before_reply) {
   call.set_session_id(session_id);
   if (absl::Status s = Admit(context, call); !s.ok()) return Finish(context, call, s);
   absl::StatusOr<std::shared_ptr<Session>> session = FindSession(session_id, call.tenant().get());
@@ -616,7 +617,8 @@ grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(
   const bool try_inline = may_run_inline != nullptr && may_run_inline(**session, caller);
   requests_in_flight_.fetch_add(1, std::memory_order_relaxed);
   auto task = [this, context, reactor, observer, running, session = *std::move(session),
-               work = std::move(work), caller = std::move(caller)] {
+               work = std::move(work), caller = std::move(caller),
+               before_reply = std::move(before_reply)] {
     absl::Status status;
     {
       RequestControl control(context, session.get(), options_.max_request_duration);
@@ -627,7 +629,11 @@ grpc::ServerUnaryReactor* GpuFlowService::RunOnPool(
     status = EndedAs(context, status);
     AddRetryHint(context, status);
     requests_in_flight_.fetch_sub(1, std::memory_order_relaxed);
-    reactor->Finish(observer->Finish(status));
+    grpc::Status reply = observer->Finish(status);
+    // Last, after the call's own metrics and log line, so that the reply can
+    // say how long everything before it took.
+    if (before_reply != nullptr) before_reply(status);
+    reactor->Finish(reply);
   };
   if (try_inline && pool_.TryRunInline(group, key, task)) return reactor;
   // Tenants take turns, then their sessions.
@@ -714,8 +720,16 @@ grpc::ServerUnaryReactor* GpuFlowService::Execute(grpc::CallbackServerContext* c
                                        : runner_.LastRunTime(*key);
     return last.has_value() && *last <= options_.inline_max_run;
   };
+  // Timings.total ends here, just before the reply goes to gRPC: it covers
+  // the call's admission, metrics and log line too, not only the runner's
+  // part (which set it first).
+  auto close_timings = [response, timing](const absl::Status& status) {
+    if (!status.ok()) return;
+    response->mutable_timings()->set_total_seconds(
+        absl::ToDoubleSeconds(absl::Now() - timing.received));
+  };
   return RunOnPool(context, RpcObserver(telemetry_, RpcMethod::kExecute), request->session_id(),
-                   std::move(work), may_run_inline);
+                   std::move(work), may_run_inline, std::move(close_timings));
 }
 
 grpc::ServerUnaryReactor* GpuFlowService::Benchmark(grpc::CallbackServerContext* context,

@@ -169,11 +169,14 @@ class GpuFlowService final
   // The work gets the call's RequestControl (deadline, cancellation,
   // quota for intermediates). `may_run_inline` (may be null) is asked once
   // the caller is known: true runs the work on this thread instead, when
-  // the pool allows (ComputePool::TryRunInline).
+  // the pool allows (ComputePool::TryRunInline). `before_reply` (may be
+  // null) gets the call's final status last, after its metrics and log
+  // line, just before the reply is handed to gRPC.
   grpc::ServerUnaryReactor* RunOnPool(
       grpc::CallbackServerContext* context, RpcObserver call, const std::string& session_id,
       std::function<absl::Status(Session&, RunControl&, const CallerPermissions&)> work,
-      const std::function<bool(Session&, const CallerPermissions&)>& may_run_inline = nullptr);
+      const std::function<bool(Session&, const CallerPermissions&)>& may_run_inline = nullptr,
+      std::function<void(const absl::Status&)> before_reply = nullptr);
   // What the call's log line and metrics record: `status`, or CANCELLED when
   // the client is no longer there to receive it.
   static absl::Status EndedAs(grpc::CallbackServerContext* context, const absl::Status& status);

@@ -42,6 +42,9 @@ gpuflow_test(memory_budget_test SRCS server/memory_budget_test.cc
 # The request cache of Execute (issue 15).
 gpuflow_test(request_cache_test SRCS server/request_cache_test.cc
              DEPS gpuflow::server gpuflow::cpu gpuflow::testing LABELS unit)
+# Execute's Timings.total covers the server's whole handling (issue 15).
+gpuflow_test(execute_timings_test SRCS server/execute_timings_test.cc
+             DEPS gpuflow::server gpuflow::cpu gpuflow::testing gRPC::grpc++ LABELS unit)
 # Prepared graphs: PrepareGraph and Execute by handle (issue 15).
 gpuflow_test(prepared_graph_test SRCS server/prepared_graph_test.cc
              DEPS gpuflow::server gpuflow::cpu gpuflow::testing LABELS unit)
