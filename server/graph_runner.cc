@@ -508,19 +508,26 @@ RequestKey GraphRunner::KeyOf(const v1::ExecuteRequest& request,
   // Larger graphs are not cached: validating them costs far more than
   // serialising, and they would crowd the small ones out. Nor are requests
   // by handle or preparing one (Execute).
-  if (limits_.request_cache_entries <= 0 || request.prepared_graph() != 0 || request.prepare() ||
-      static_cast<int64_t>(request.graph().ByteSizeLong()) > kMaxCachedGraphBytes) {
+  if (limits_.request_cache_entries <= 0 || request.prepared_graph() != 0 || request.prepare()) {
     return key;
   }
-  std::string graph;
+  // Sizes the graph once (and caches the sizes for the serialisation below).
+  const size_t graph_bytes = request.graph().ByteSizeLong();
+  if (static_cast<int64_t>(graph_bytes) > kMaxCachedGraphBytes) return key;
+  // Length-prefixed parts, so that no two requests share a key. The graph is
+  // serialised straight into the key: this runs on every repeat, before the
+  // cache is even looked at.
+  absl::StrAppend(&key.bytes, graph_bytes, ":");
+  const size_t graph_start = key.bytes.size();
+  key.bytes.resize(graph_start + graph_bytes);
   {
-    google::protobuf::io::StringOutputStream stream(&graph);
+    google::protobuf::io::ArrayOutputStream stream(key.bytes.data() + graph_start,
+                                                   static_cast<int>(graph_bytes));
     google::protobuf::io::CodedOutputStream coded(&stream);
     coded.SetSerializationDeterministic(true);
-    request.graph().SerializeToCodedStream(&coded);
+    request.graph().SerializeWithCachedSizes(&coded);
   }
-  // Length-prefixed parts, so that no two requests share a key.
-  absl::StrAppend(&key.bytes, graph.size(), ":", graph, request.outputs_size(), ":");
+  absl::StrAppend(&key.bytes, request.outputs_size(), ":");
   for (const v1::OutputSpec& spec : request.outputs()) {
     absl::StrAppend(&key.bytes, spec.node().size(), ":", spec.node());
   }
