@@ -1,9 +1,12 @@
 #include "server/logging.h"
 
+#include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -45,6 +48,43 @@ TEST(LoggerTest, TextLineHasTimeMessageAndFields) {
   EXPECT_THAT(lines, ElementsAre("2025-01-02T03:04:05.678Z gpuflowd: rpc method=Execute "
                                  "session_label=\"my job\" code=OK duration_ms=1.25 kernels=3 "
                                  "hit=true\n"));
+}
+
+// The time is formatted up to the second once a second (per thread): it
+// must still read as FormatTime's, for times in one second, across seconds,
+// going back, before 1970 and at the ends of a second.
+TEST(LoggerTest, TimeReadsAsFormatTimeWithMilliseconds) {
+  std::vector<std::string> lines;
+  absl::Time now;
+  Logger log({.sink = [&lines](absl::string_view line) { lines.emplace_back(line); },
+              .clock = [&now] { return now; }});
+  const absl::Time base =
+      absl::FromCivil(absl::CivilSecond(2026, 12, 4, 19, 59, 59), absl::UTCTimeZone());
+  std::vector<absl::Time> times = {base,
+                                   base + absl::Milliseconds(1),
+                                   base + absl::Nanoseconds(999999999),
+                                   base + absl::Seconds(1),
+                                   base - absl::Nanoseconds(1),
+                                   absl::UnixEpoch(),
+                                   absl::UnixEpoch() - absl::Nanoseconds(1),
+                                   absl::UnixEpoch() - absl::Milliseconds(1500),
+                                   absl::InfiniteFuture()};
+  std::mt19937_64 rng(15);
+  for (int i = 0; i < 2000; ++i) {
+    // Runs of nearby times (the same second, often) and jumps over centuries.
+    const absl::Time from =
+        i % 50 == 0 ? absl::FromUnixSeconds(static_cast<int64_t>(rng() % (int64_t{4} << 32)) -
+                                            (int64_t{1} << 32))
+                    : times.back();
+    times.push_back(from + absl::Nanoseconds(static_cast<int64_t>(rng() % 400000000)));
+  }
+  for (const absl::Time t : times) {
+    now = t;
+    log.Info("tick");
+    EXPECT_EQ(lines.back(),
+              absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone()),
+                           " gpuflowd: tick\n"));
+  }
 }
 
 TEST(LoggerTest, TextLinePrefixesLevelsOtherThanInfo) {
