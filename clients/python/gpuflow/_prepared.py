@@ -14,9 +14,19 @@ over ``i`` or over arrays ``x`` of one type reuses one handle.
 Every structural key lives on the client that made it, per session, bounded
 by the server's ``Limits.max_prepared_graphs``; a handle the server has
 forgotten (FAILED_PRECONDITION) is dropped and the graph sent whole again.
+
+An op's structure is made when the op is made (:func:`sub_of`; evaluation
+reads it as a :class:`Sub`): from what its op inputs keep, its attributes
+and its other inputs' kinds, so evaluating it walks nothing. The structural
+key is then one int: each op's entry (op, attributes, inputs by position,
+types of the arrays it reads first) interned onto the key of the ops before
+it in graph order, so equal ints mean equal entry sequences, the key
+:class:`Structure` spells out. An op that needs more than ``MAX_SUB_OPS``
+ops (itself included) keeps none, and its graph is walked at evaluation.
 """
 
 import collections
+import itertools
 import threading
 
 import numpy as np
@@ -48,11 +58,13 @@ def walk(exprs):
 
 def _frozen(value):
     """A hashable stand-in for an attribute value that tells apart what the
-    wire tells apart (True, 1 and 1.0 included)."""
+    wire tells apart (True, 1 and 1.0 included, and -0.0 and 0.0)."""
     if isinstance(value, (list, tuple)):
         return (list, tuple(_frozen(v) for v in value))
     if isinstance(value, dict):
         return (dict, tuple(sorted((k, _frozen(v)) for k, v in value.items())))
+    if isinstance(value, (float, np.floating)) and (value == 0 or value != value):
+        return (type(value), float(value).hex())
     return (type(value), value)
 
 
@@ -124,16 +136,219 @@ class Structure:
         self.key = (tuple(key), tuple(array_types))
 
 
-class Entry:
-    """A graph the server keeps for this session."""
+    def position(self, e):
+        """Where the op ``e`` is in ``order``."""
+        return self.index[id(e)]
 
-    __slots__ = ("handle", "node_ids", "arrays", "values")
+
+# Ops that keep a Sub: at most this many in the graph an op needs (itself
+# included); the ops built on a larger one keep none either.
+MAX_SUB_OPS = 64
+
+# (key of the ops before, entry of the next op) -> key. Keys are ints drawn
+# once each, so two Subs have one key only for equal entry sequences; when
+# the table is full it starts again (old keys stay valid, equal structures
+# made after that get new keys: the server prepares them once more).
+_keys = {}
+_key_ids = itertools.count(1)
+_key_bytes = 0  # literal bytes _keys holds
+_MAX_KEYS = 1 << 16
+_MAX_KEY_BYTES = 64 << 20
+
+
+def _intern(pair, nbytes):
+    """The key for ``pair``: (key of the ops before, entry of the next op)."""
+    global _key_bytes
+    key = _keys.get(pair)
+    if key is None:
+        if len(_keys) >= _MAX_KEYS or _key_bytes + nbytes > _MAX_KEY_BYTES:
+            _keys.clear()
+            _key_bytes = 0
+        _key_bytes += nbytes
+        key = _keys.setdefault(pair, next(_key_ids))  # another thread's, if it was first
+    return key
+
+
+class Sub:
+    """What :class:`Structure` gives, made from the tuple an op keeps (see
+    :func:`sub_of`): ``key`` an int (see the module doc)."""
+
+    __slots__ = ("key", "order", "arrays", "scalars", "values")
+
+    def __init__(self, kept):
+        self.key, self.order, self.arrays, self.scalars, self.values = kept
+
+    def position(self, e):
+        """Where the op ``e`` is in ``order``."""
+        order = self.order
+        return len(order) - 1 if order[-1] is e else order.index(e)
+
+
+def _extend(kept, nodes):
+    """What an op keeps (see :func:`sub_of`) for the ops of ``kept`` (None:
+    none) followed by ``nodes``: ops not among them, each after the ops it
+    reads."""
+    if kept is None:
+        key, order, arrays, scalars, values = 0, [], [], [], []
+    else:
+        key, order, arrays, scalars, values = kept
+        order, arrays, scalars, values = list(order), list(arrays), list(scalars), list(values)
+    expr = type(nodes[-1])
+    positions = None  # id(op) -> position, once an input is not the last op
+    for e in nodes:
+        inputs = []
+        types = []  # (dtype, shape) of the arrays this op reads first
+        nbytes = 0
+        for x in e.inputs:
+            if type(x) is float:
+                inputs.append("float")
+                scalars.append(x)
+                values.append(x.hex() if x != x or x == 0.0 else x)
+            elif isinstance(x, expr):
+                if x.op is None:  # a session array
+                    name = x.array_name
+                    if name in arrays:
+                        inputs.append(~arrays.index(name))
+                    else:
+                        inputs.append(~len(arrays))
+                        arrays.append(name)
+                        types.append((x.dtype, x.shape))
+                elif x is order[-1]:
+                    inputs.append(len(order) - 1)
+                else:
+                    if positions is None:
+                        positions = {id(o): i for i, o in enumerate(order)}
+                    inputs.append(positions[id(x)])
+            else:
+                kind = _scalar_kind(x)
+                if kind is not None:
+                    inputs.append(kind)
+                    scalars.append(x)
+                    values.append(_exact(x))
+                else:  # an inline array literal: its bytes are structure
+                    data = x.tobytes()
+                    nbytes += len(data)
+                    inputs.append((x.dtype.str, x.shape, data))
+        attrs = _frozen(e.attrs) if e.attrs else ()
+        key = _intern((key, (e.op, attrs, tuple(inputs), tuple(types))), nbytes)
+        if positions is not None:
+            positions[id(e)] = len(order)
+        order.append(e)
+    return key, tuple(order), tuple(arrays), tuple(scalars), tuple(values)
+
+
+def _merge(kept, more, tail):
+    """What an op keeps for the ops of ``kept``, then those of each of
+    ``more`` not yet listed, then ``tail``: None past MAX_SUB_OPS."""
+    seen = set(kept[1])
+    nodes = []
+    for other in more:
+        for e in other[1]:
+            if e not in seen:
+                seen.add(e)
+                nodes.append(e)
+    nodes.extend(tail)
+    if not nodes:
+        return kept
+    if len(kept[1]) + len(nodes) > MAX_SUB_OPS:
+        return None
+    return _extend(kept, nodes)
+
+
+def sub_of(e):
+    """What the op ``e`` keeps of its structure, made from what its op
+    inputs keep: (key, ops in graph order, arrays, scalars, exact scalar
+    values), or None when it needs more than MAX_SUB_OPS ops (evaluation
+    then walks them)."""
+    expr = type(e)
+    base = root = None
+    for x in e.inputs:
+        if type(x) is expr and x.op is not None:
+            if root is None:
+                base, root = x._sub, x
+                if base is None:
+                    return None
+            elif x is not root:  # several op inputs: merge what they keep
+                more = []
+                for y in e.inputs:
+                    if type(y) is expr and y.op is not None:
+                        if y._sub is None:
+                            return None
+                        more.append(y._sub)
+                return _merge(base, more, (e,))
+    # No op input, or one (maybe read more than once): e's entry onto it.
+    if base is None:
+        key, order, arrays, scalars, values = 0, (), (), (), ()
+    else:
+        key, order, arrays, scalars, values = base
+        if len(order) >= MAX_SUB_OPS:
+            return None
+    top = len(order) - 1
+    inputs = []
+    types = ()
+    nbytes = 0
+    for x in e.inputs:
+        t = type(x)
+        if t is float:
+            inputs.append("float")
+            scalars += (x,)
+            values += (x.hex() if x != x or x == 0.0 else x,)
+        elif t is expr:
+            if x.op is not None:
+                inputs.append(top)
+            elif x.array_name in arrays:
+                inputs.append(~arrays.index(x.array_name))
+            else:
+                inputs.append(~len(arrays))
+                arrays += (x.array_name,)
+                types += ((x.dtype, x.shape),)
+        else:
+            kind = _scalar_kind(x)
+            if kind is not None:
+                inputs.append(kind)
+                scalars += (x,)
+                values += (_exact(x),)
+            else:  # an inline array literal: its bytes are structure
+                data = x.tobytes()
+                nbytes += len(data)
+                inputs.append((x.dtype.str, x.shape, data))
+    pair = (key, (e.op, _frozen(e.attrs) if e.attrs else (), tuple(inputs), types))
+    key = _keys.get(pair)
+    if key is None:
+        key = _intern(pair, nbytes)
+    return key, order + (e,), arrays, scalars, values
+
+
+def structure(exprs):
+    """The Sub or Structure of what evaluating the op exprs ``exprs``
+    sends: what they keep merged when they keep it, else a walk."""
+    first = exprs[0]._sub
+    if first is not None:
+        if len(exprs) == 1:
+            return Sub(first)
+        more = [e._sub for e in exprs[1:]]
+        if all(kept is not None for kept in more):
+            merged = _merge(first, more, ())
+            if merged is not None:
+                return Sub(merged)
+    return Structure(exprs)
+
+
+class Entry:
+    """A graph the server keeps for this session, and the requests that ran
+    it binding only what it was prepared with (by outputs and profile)."""
+
+    __slots__ = ("handle", "node_ids", "arrays", "values", "requests")
+
+    # Requests an entry keeps (different outputs or profile).
+    MAX_REQUESTS = 8
 
     def __init__(self, handle, node_ids, arrays, values):
         self.handle = handle
         self.node_ids = node_ids
         self.arrays = arrays
         self.values = values
+        self.requests = {}
 
 
 class Cache:

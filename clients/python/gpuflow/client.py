@@ -727,7 +727,7 @@ class Session:
 
     def _delete_released(self):
         """Deletes temporary arrays whose RemoteArrays are gone."""
-        while not self.closed:
+        while self._released and not self.closed:
             try:
                 name = self._released.popleft()
             except IndexError:  # empty, or another thread took the last one

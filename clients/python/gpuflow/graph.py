@@ -135,10 +135,16 @@ def _set_attr(msg, key, value):
         raise TypeError(f"attribute {key!r}: cannot send {type(value).__name__}")
 
 
+# Wire dtype -> the little-endian numpy dtype of its bytes, as met.
+_NUMPY_DTYPES = {}
+
+
 def inline_to_numpy(msg):
     """An InlineArray message -> numpy array (bfloat16 as uint16 words)."""
-    name = dtypes.name_of(msg.dtype)
-    return np.frombuffer(msg.data, dtype=dtypes.numpy_dtype(name)).reshape(tuple(msg.shape)).copy()
+    dtype = _NUMPY_DTYPES.get(msg.dtype)
+    if dtype is None:
+        dtype = _NUMPY_DTYPES[msg.dtype] = dtypes.numpy_dtype(dtypes.name_of(msg.dtype))
+    return np.frombuffer(msg.data, dtype=dtype).reshape(tuple(msg.shape)).copy()
 
 
 __all__ = ["Graph", "Node", "inline_to_numpy", "types_pb2"]

@@ -62,17 +62,21 @@ _INT64_MIN = _inference.INT64_MIN
 class _Expr:
     """One value of a lazy graph: a session array (``op`` is None) or ``op``
     applied to ``inputs`` (other _Exprs, Python scalars, numpy scalars or
-    small numpy arrays) with ``attrs``."""
+    small numpy arrays) with ``attrs``. Never changed once made: an op's
+    structure (``_sub``, see gpuflow._prepared) is taken when it is made."""
 
-    __slots__ = ("op", "inputs", "attrs", "dtype", "shape", "array_name", "__weakref__")
+    __slots__ = ("op", "inputs", "attrs", "dtype", "shape", "array_name", "_sub", "__weakref__")
 
     def __init__(self, op, inputs, attrs, dtype, shape, array_name=None):
         self.op = op
         self.inputs = tuple(inputs)
+        if attrs:  # a copy, lists as tuples: the caller's may change later
+            attrs = {k: tuple(v) if isinstance(v, list) else v for k, v in attrs.items()}
         self.attrs = attrs
         self.dtype = dtype
-        self.shape = tuple(int(d) for d in shape)
+        self.shape = tuple(map(int, shape))
         self.array_name = array_name
+        self._sub = None if op is None else _prepared.sub_of(self)
 
 
 def _leaf(session, name, dtype, shape, owned):
@@ -222,6 +226,10 @@ def operand(value, session):
     host, name = host_array(value)
     limit = min(_LITERAL_BYTES, session.client.limits.max_inline_bytes)
     if name != "bfloat16" and host.nbytes <= limit:
+        # A copy of its own: the caller's array may change before the
+        # graph is sent, and the op's structure holds these bytes now.
+        host = host.copy()
+        host.flags.writeable = False
         return host, _inference.Type(name, host.shape)
     leaf = _upload_temp(session, host, name)
     return leaf, _inference.Type(leaf.dtype, leaf.shape)
@@ -233,9 +241,44 @@ _INFERRED = {}
 _MAX_INFERRED = 4096
 
 
+# The inference key of a weak Python scalar, by its type: the types whose
+# values need no check (check_literals looks at Python ints only).
+_WEAK_KEYS = {float: ("float64", (), True), bool: ("bool", (), True),
+              complex: ("complex128", (), True)}
+
+
 def apply(op, operands, attrs=None, *, session=None, writable=False):
     """A RemoteArray for ``op`` on ``operands`` with ``attrs`` (None values
     dropped); dtype and shape are inferred here, so misuse raises now."""
+    if not attrs and session is None:
+        # The common case first, with what it gives remembered: RemoteArrays
+        # of one session and Python floats, bools or complexes, no
+        # attributes, types inferred before. Anything else takes the way
+        # below (which also raises what misuse raises).
+        found = None
+        key = [op]
+        inputs = []
+        for value in operands:
+            t = type(value)
+            if t is RemoteArray:
+                if found is None:
+                    found = value.session
+                elif value.session is not found:
+                    break
+                e = value._expr
+                inputs.append(e)
+                key.append((e.dtype, e.shape, False))
+            else:
+                weak = _WEAK_KEYS.get(t)
+                if weak is None:
+                    break
+                inputs.append(value)
+                key.append(weak)
+        else:
+            inferred = _INFERRED.get(tuple(key)) if found is not None else None
+            if inferred is not None:
+                found._check_open()
+                return RemoteArray(found, _Expr(op, inputs, {}, *inferred), writable=writable)
     session = session_of(operands, session)
     inputs, types = [], []
     for value in operands:
@@ -251,7 +294,8 @@ def apply(op, operands, attrs=None, *, session=None, writable=False):
         key = (op, *((t.dtype, t.shape, t.weak) for t in types))
         found = _INFERRED.get(key)
         if found is None:
-            found = _inference.infer(op, types, attrs)
+            dtype, shape = _inference.infer(op, types, attrs)
+            found = (dtype, tuple(map(int, shape)))
             if len(_INFERRED) >= _MAX_INFERRED:
                 _INFERRED.clear()
             _INFERRED[key] = found
@@ -260,7 +304,53 @@ def apply(op, operands, attrs=None, *, session=None, writable=False):
     return RemoteArray(session, _Expr(op, inputs, attrs, dtype, shape), writable=writable)
 
 
+# A weak Python scalar's inference key and its kind in a structure (see
+# _prepared._scalar_kind), by type.
+_WEAK_OPERANDS = {t: (key, _prepared._scalar_kind(t())) for t, key in _WEAK_KEYS.items()}
+_new = object.__new__
+
+
 def _binop(op, a, b):
+    """``a op b`` for an operator. An op of a RemoteArray (a session array or
+    an op that keeps its structure) and a weak float, bool or complex whose
+    types were inferred before is made here directly, its structure made as
+    _prepared.sub_of makes it (tests check that it is the same)."""
+    if type(a) is RemoteArray:
+        array, scalar, first = a, b, True
+    else:
+        array, scalar, first = b, a, False
+    weak = _WEAK_OPERANDS.get(type(scalar))
+    if weak is not None and type(array) is RemoteArray:
+        x = array._expr
+        kept = x._sub
+        if x.op is None or kept is not None and len(kept[1]) < _prepared.MAX_SUB_OPS:
+            type_key = (x.dtype, x.shape, False)
+            inferred = _INFERRED.get((op, type_key, weak[0]) if first else (op, weak[0], type_key))
+            if inferred is not None:
+                session = array.session
+                session._check_open()
+                if kept is None:  # the session array is the first array read
+                    key, order, arrays, scalars, values = 0, (), (x.array_name,), (), ()
+                    ref, types = -1, ((x.dtype, x.shape),)
+                else:
+                    key, order, arrays, scalars, values = kept
+                    ref, types = len(order) - 1, ()
+                pair = (key, (op, (), (ref, weak[1]) if first else (weak[1], ref), types))
+                e = _new(_Expr)
+                e.op = op
+                e.inputs = (x, scalar) if first else (scalar, x)
+                e.attrs = {}
+                e.dtype, e.shape = inferred
+                e.array_name = None
+                if type(scalar) is float and scalar == scalar and scalar != 0.0:
+                    exact = scalar  # as _prepared._exact gives it
+                else:
+                    exact = _prepared._exact(scalar)
+                e._sub = (_prepared._keys.get(pair) or _prepared._intern(pair, 0), order + (e,),
+                          arrays, scalars + (scalar,), values + (exact,))
+                r = _new(RemoteArray)
+                r.session, r._expr, r._writable = session, e, False
+                return r
     try:
         return apply(op, (a, b))
     except UnsupportedOperand:
@@ -373,12 +463,13 @@ class _Evaluation:
             return
         max_inline = session.client.limits.max_inline_bytes
         budget = _INLINE_BUDGET
-        self.structure = structure = _prepared.Structure(ops)
+        self.structure = structure = _prepared.structure(ops)
         outputs = []  # (op index, store_as, return_inline)
+        temps = False
         for i, (e, name) in enumerate(zip(exprs, names)):
             if e.op is None:
                 continue
-            node = structure.index[id(e)]
+            node = structure.position(e)
             if name is not None:
                 outputs.append((node, name, False))
                 self.plan.append((i, "store", name))
@@ -395,8 +486,10 @@ class _Evaluation:
                     temp = session._new_temp_name()
                     outputs.append((node, temp, False))
                     self.plan.append((i, "temp", temp))
-        if stage is not None and self.has_temps:
+                    temps = True
+        if stage is not None and temps:
             outputs = self._through(stage, outputs)
+            temps = self.has_temps  # those the stage could not take
         self.outputs = outputs
         self.profile = profile
         cache = session._prepared_cache()
@@ -406,15 +499,28 @@ class _Evaluation:
             self.request = self.fallback(prepare=cache.limit > 0)
             return
         self.by_handle = entry
+        same_arrays = structure.arrays == entry.arrays
+        same_values = structure.values == entry.values
+        # A request that binds nothing new and names no temporaries is the
+        # same each time: the entry keeps it (requests are never changed).
+        spec = None
+        if same_arrays and same_values and not temps:
+            spec = (tuple(outputs), profile)
+            request = entry.requests.get(spec)
+            if request is not None:
+                self.request = request
+                return
         request = service_pb2.ExecuteRequest(session_id=session.id, prepared_graph=entry.handle,
                                              profile=profile)
         for node, store_as, inline in outputs:
             _add_output(request, entry.node_ids[node], store_as, inline)
-        if structure.arrays != entry.arrays:
+        if not same_arrays:
             request.arrays.extend(structure.arrays)
-        if structure.values != entry.values:
+        if not same_values:
             for value in structure.scalars:
                 _set_scalar_input(request.scalars.add(), value)
+        if spec is not None and len(entry.requests) < _prepared.Entry.MAX_REQUESTS:
+            entry.requests[spec] = request
         self.request = request
 
     def fallback(self, prepare=True):
