@@ -98,6 +98,17 @@ __device__ __forceinline__ unsigned short narrow_nan(unsigned long long b, unsig
 }
 template <class F> __device__ __forceinline__ f16 nan_f16(F v) { return __ushort_as_half(narrow_nan(nan_bits(v), 0x7E00u, 10)); }
 template <class F> __device__ __forceinline__ bf16 nan_bf16(F v) { return __ushort_as_bfloat16(narrow_nan(nan_bits(v), 0x7FC0u, 7)); }
+// The same bits from a float in 32-bit operations (every narrow store of a
+// float runs one, NaN or not: the 64-bit form above made half and bfloat16
+// kernels ALU-bound): bfloat16 is the float's top half with the quiet bit
+// set; float16 its sign, the quiet NaN and the top 10 payload bits.
+__device__ __forceinline__ f16 nan_f16(float v) {
+  const unsigned b = __float_as_uint(v);
+  return __ushort_as_half((unsigned short)(((b >> 16) & 0x8000u) | 0x7E00u | ((b >> 13) & 0x3FFu)));
+}
+__device__ __forceinline__ bf16 nan_bf16(float v) {
+  return __ushort_as_bfloat16((unsigned short)((__float_as_uint(v) >> 16) | 0x40u));
+}
 
 // cv<To>(v): gpuflow's conversion semantics between any two types. A value
 // of the type itself comes back untouched (a narrow float's NaN payload too).
