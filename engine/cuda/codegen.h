@@ -181,9 +181,26 @@ int64_t TiledCounterBytes(const SoftmaxKernel& k);
 // squared deviations). Every node is computed once; other inputs are read
 // where they are needed, with their broadcast strides folded in as
 // constants. Empty when a row does not fit (more than 64 elements a thread).
+//
+// Streamed (RowsLayout::kStream): nothing is held in registers; each pass
+// over the row (one per reduction, then the output) reads its inputs again
+// (from L2 after the first) a vector at a time and computes again the full
+// nodes it needs, in blocks of 256 threads. Rows of any length fit, and
+// several blocks share an SM, so loads overlap the block reductions of
+// other rows: where the register layout takes 1024-thread blocks of one row
+// an SM and the rows are short enough (32 KiB) for the re-reads to find
+// them in L2, it is the faster one (bench/rows_variants.cc). var/std read
+// their row twice (the mean, then the squared deviations).
+//
 // Words: [pointer inputs] [out] [rows] [scalars].
+enum class RowsLayout : uint8_t {
+  kAuto,       // kStream for 1024-thread register blocks of rows of <= 32 KiB
+  kRegisters,  // empty when a row does not fit
+  kStream,
+};
 struct RowsKernel {
   std::string name;
+  bool streamed = false;
   std::string source;
   std::string kernel_source;
   std::vector<StepInput> inputs;
@@ -198,7 +215,8 @@ struct RowsKernel {
 absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& graph,
                                                        const Step& step,
                                                        const std::string& name = "gf_rows",
-                                                       int elements_per_thread_16bit = 16);
+                                                       int elements_per_thread_16bit = 16,
+                                                       RowsLayout layout = RowsLayout::kAuto);
 
 // A scan step (cumsum, cumprod; codegen_scan.cc). The input is seen as
 // `rows` rows of `length` elements `stride` apart (row r starts at

@@ -16,6 +16,13 @@ namespace gpuflow::cuda {
 
 namespace {
 
+// Threads of a streamed row program's block (RowsLayout::kStream): 4 to 8
+// blocks an SM (bench/rows_variants.cc on the H200).
+constexpr int kStreamBlock = 256;
+// The longest rows (bytes of the widest array a row holds) RowsLayout::kAuto
+// streams.
+constexpr int64_t kStreamMaxRowBytes = 32768;
+
 using internal::Contains;
 using internal::RegisterTypeName;
 
@@ -71,7 +78,8 @@ std::string ElementOf(const ValidatedNode& red, const internal::Accumulator& acc
 
 absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& graph,
                                                        const Step& step, const std::string& name,
-                                                       int elements_per_thread_16bit) {
+                                                       int elements_per_thread_16bit,
+                                                       RowsLayout layout) {
   if (step.kind != StepKind::kRows || step.nodes.empty()) return std::nullopt;
   // The full shape and kept axes, from the first reduction.
   std::vector<int64_t> full;
@@ -168,11 +176,30 @@ absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& gra
   const int64_t want = (rk.row_length + per_thread - 1) / per_thread;
   int block = 32;
   while (block < want && block < 1024) block *= 2;
-  rk.block = block;
   const int64_t vectors = rk.row_length / vec;
+  // Streamed when the registers would take 1024-thread blocks (one row an
+  // SM at a time) and the rows other blocks hold while they re-read theirs
+  // stay in L2 (rows of up to 32 KiB: 16384 2-byte elements), or when a
+  // row does not fit in registers at all. Measured on the H200
+  // (bench/rows_variants.cc): a (4096, 16384) bfloat16 layer norm 0.231 ms
+  // in registers, 0.184 streamed; float32 0.175 and 0.258 (its 64 KiB rows
+  // crowd L2).
+  const bool stream = layout == RowsLayout::kStream ||
+                      (layout == RowsLayout::kAuto &&
+                       ((block == 1024 && rk.row_length * widest <= kStreamMaxRowBytes) ||
+                        (vectors + block - 1) / block * vec > 64));
+  if (stream) {
+    block = kStreamBlock;
+    std::fill(cached.begin(), cached.end(), false);
+  }
+  rk.block = block;
+  rk.streamed = stream;
   const int64_t nv = (vectors + block - 1) / block;
   const int64_t ipt = nv * vec;
-  if (ipt > 64) return std::nullopt;  // too long for registers
+  if (!stream && ipt > 64) return std::nullopt;  // too long for registers
+  // Register arrays are indexed by slot, so the register layout's loops
+  // unroll fully; a streamed pass may run long and unrolls a few.
+  const char* const unroll = stream ? "#pragma unroll 4\n" : "#pragma unroll\n";
 
   // ---- declarations ----
   int word = 0;
@@ -211,12 +238,44 @@ absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& gra
                     OffsetExpr("r", row_dims, std::vector<int64_t>(s.begin(), s.begin() + kept)),
                     ";\n");
   }
+  // Full inputs not held in registers whose elements run along the row
+  // with the row's own layout (g and b of a layer norm, broadcast over the
+  // rows) are read a vector at a time too, each slot's vector once where a
+  // loop uses it (colv<i>), when their row offsets keep vectors aligned.
+  std::vector<bool> column_vector(rk.inputs.size(), false);
+  if (vec > 1) {
+    for (const Access& a : accesses) {
+      const StepInput& in = rk.inputs[a.input];
+      if (a.form != Form::kFull || in.by_value || cached[a.input]) continue;
+      const std::vector<int64_t> st = internal::BroadcastStrides(in.type.shape, full);
+      bool aligned = col_offset(a.input) == "(j)" && ItemSize(in.type.dtype) * vec <= 16;
+      for (size_t d = 0; d < k; ++d) aligned &= st[d] % vec == 0;
+      column_vector[a.input] = aligned;
+    }
+  }
+  // The vector loads of the column vectors that `code` reads, for a slot
+  // loop's body (jv is the vector's index in the row).
+  auto vector_loads = [&](const std::string& code) {
+    std::string loads;
+    for (size_t i = 0; i < rk.inputs.size(); ++i) {
+      if (!column_vector[i] || code.find(absl::StrCat("colv", i, ".")) == std::string::npos) {
+        continue;
+      }
+      const char* t = StorageTypeName(rk.inputs[i].type.dtype);
+      absl::StrAppend(&loads, "        const gf::vec<", t, ", ", vec, "> colv", i,
+                      " = *(const gf::vec<", t, ", ", vec, ">*)(in", i, " + ",
+                      offset_name(static_cast<int>(i), Form::kFull), " + (long long)jv * ", vec,
+                      ");\n");
+    }
+    return loads;
+  };
   // The expression of an external input read in form `f`, in a slot.
   auto external = [&](const ValueRef& ref, Form f) -> std::string {
     for (size_t i = 0; i < rk.inputs.size(); ++i) {
       if (!(rk.inputs[i].ref == ref)) continue;
       if (rk.inputs[i].by_value) return absl::StrCat("ins", i);
       if (f == Form::kFull && cached[i]) return absl::StrCat("c", i, "[s]");
+      if (f == Form::kFull && column_vector[i]) return absl::StrCat("colv", i, ".v[q]");
       const std::string base = offset_name(static_cast<int>(i), f);
       if (f != Form::kFull) return absl::StrCat("in", i, "[", base, "]");
       return absl::StrCat("in", i, "[", base, " + ", col_offset(static_cast<int>(i)), "]");
@@ -230,13 +289,25 @@ absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& gra
   std::string body;
   std::string structs;
   std::string shared;
-  const std::string slot_loop = absl::StrCat(
-      "#pragma unroll\n    for (int u = 0; u < ", nv, "; ++u) {\n",
-      "      const int jv = threadIdx.x + u * ", block, ";\n", "#pragma unroll\n",
-      "      for (int q = 0; q < ", vec, "; ++q) {\n", "        const int s = u * ", vec, " + q;\n",
-      "        const long long j = (long long)jv * ", vec, " + q;\n", "        (void)s; (void)j;\n",
-      "        if (", vec > 1 ? absl::StrCat("jv < ", vectors) : absl::StrCat("j < ", L), ") {\n");
-  const std::string slot_end = "        }\n      }\n    }\n";
+  // A loop over the thread's slots running `body` in each (s: the slot, j:
+  // the element's index in the row); with vectors, a vector's elements in
+  // an inner loop after its column vectors' loads.
+  auto slot = [&](const std::string& body) {
+    if (vec == 1) {
+      return absl::StrCat(unroll, "    for (int u = 0; u < ", nv, "; ++u) {\n",
+                          "      const int jv = threadIdx.x + u * ", block, ";\n",
+                          "      const int s = u;\n", "      const long long j = jv;\n",
+                          "      (void)s; (void)j;\n", "      if (j < ", L, ") {\n", body,
+                          "      }\n    }\n");
+    }
+    return absl::StrCat(unroll, "    for (int u = 0; u < ", nv, "; ++u) {\n",
+                        "      const int jv = threadIdx.x + u * ", block, ";\n", "      if (jv < ",
+                        vectors, ") {\n", vector_loads(body), "#pragma unroll\n",
+                        "        for (int q = 0; q < ", vec, "; ++q) {\n",
+                        "          const int s = u * ", vec, " + q;\n",
+                        "          const long long j = (long long)jv * ", vec, " + q;\n",
+                        "          (void)s; (void)j;\n", body, "        }\n      }\n    }\n");
+  };
   // The value of ref as read by a node of form f, inside a slot where the
   // nodes `now` are being computed.
   auto value_of = [&](const ValueRef& ref, Form f, const std::vector<int>& now) -> std::string {
@@ -281,7 +352,7 @@ absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& gra
           later |= ref.kind == ValueRef::Kind::kNode && ref.index == n;
         }
       }
-      if (!later) continue;
+      if (!later || stream) continue;  // streamed: computed again where read
       absl::StrAppend(&code, "    ", RegisterTypeName(graph.nodes[n].type.output.dtype), " f", n,
                       "[", ipt, "];\n");
       absl::StrAppend(&stmts, "      f", n, "[s] = v", n, ";\n");
@@ -355,11 +426,12 @@ absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& gra
                           var_name, " = share", n, "[", which, "];\n");
     };
     absl::StrAppend(&body, arrays, "    ", acc.type, " a", id, " = ", acc.ident, ";\n");
-    if (var) absl::StrAppend(&body, "    double x", id, "[", ipt, "];\n");
-    absl::StrAppend(&body, slot_loop, stmts, "      { const ", acc.type, " a = a", id, "; const ",
-                    acc.type, " b = ", element, "; a", id, " = ", acc.combine, "; }\n");
-    if (var) absl::StrAppend(&body, "      x", id, "[s] = ", element, ";\n");
-    absl::StrAppend(&body, slot_end, reduce("a" + id, 0));
+    if (var && !stream) absl::StrAppend(&body, "    double x", id, "[", ipt, "];\n");
+    std::string step_body =
+        absl::StrCat(stmts, "      { const ", acc.type, " a = a", id, "; const ", acc.type,
+                     " b = ", element, "; a", id, " = ", acc.combine, "; }\n");
+    if (var && !stream) absl::StrAppend(&step_body, "      x", id, "[s] = ", element, ";\n");
+    absl::StrAppend(&body, slot(step_body), reduce("a" + id, 0));
     const char* red_t = RegisterTypeName(red.type.output.dtype);
     std::string finish;
     if (var) {
@@ -367,9 +439,14 @@ absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& gra
       // deviations from it (NumPy's own two-pass formula).
       const auto ddof = red.attrs.find("ddof");
       const double d = ddof == red.attrs.end() ? 0.0 : std::get<double>(ddof->second);
-      absl::StrAppend(&body, "    const double mean", id, " = a", id, " / (double)", L, ";\n",
-                      "    double m", id, " = 0.0;\n", slot_loop, "      { const double e = x", id,
-                      "[s] - mean", id, "; m", id, " += e * e; }\n", slot_end, reduce("m" + id, 1));
+      absl::StrAppend(
+          &body, "    const double mean", id, " = a", id, " / (double)", L, ";\n", "    double m",
+          id, " = 0.0;\n",
+          slot(stream ? absl::StrCat(stmts, "      { const double e = (double)(", element,
+                                     ") - mean", id, "; m", id, " += e * e; }\n")
+                      : absl::StrCat("      { const double e = x", id, "[s] - mean", id, "; m", id,
+                                     " += e * e; }\n")),
+          reduce("m" + id, 1));
       finish = absl::StrCat("gf::var_finish(gf::var_acc{(double)", L, ", mean", id, ", m", id,
                             "}, (double)", L, ", ", internal::DoubleLiteral(d), ", ",
                             red.op->name == "std" ? "true" : "false", ")");
@@ -380,7 +457,9 @@ absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& gra
     }
     absl::StrAppend(&body, "    const ", red_t, " w", id, " = gf::cv<", red_t, ">(", finish,
                     ");\n");
-    for (int m : need) computed_full.push_back(m);
+    if (!stream) {
+      for (int m : need) computed_full.push_back(m);
+    }
     computed_row.push_back(n);
     ++reductions;
     emit_ready_rows();
@@ -391,18 +470,19 @@ absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& gra
     const auto [arrays, stmts] = compute_full(need, step.root);
     const std::string v = value_of(ValueRef{ValueRef::Kind::kNode, step.root}, Form::kFull, need);
     if (vec > 1) {
-      absl::StrAppend(&body, arrays, "#pragma unroll\n    for (int u = 0; u < ", nv, "; ++u) {\n",
+      absl::StrAppend(&body, arrays, unroll, "    for (int u = 0; u < ", nv, "; ++u) {\n",
                       "      const int jv = threadIdx.x + u * ", block, ";\n", "      if (jv < ",
-                      vectors, ") {\n", "        gf::vec<", out_t, ", ", vec, "> o;\n",
-                      "#pragma unroll\n", "        for (int q = 0; q < ", vec, "; ++q) {\n",
-                      "          const int s = u * ", vec, " + q;\n",
+                      vectors, ") {\n", vector_loads(stmts), "        gf::vec<", out_t, ", ", vec,
+                      "> o;\n", "#pragma unroll\n", "        for (int q = 0; q < ", vec,
+                      "; ++q) {\n", "          const int s = u * ", vec, " + q;\n",
                       "          const long long j = (long long)jv * ", vec, " + q;\n",
                       "          (void)s; (void)j;\n", stmts, "          o.v[q] = gf::cv<", out_t,
                       ">(", v, ");\n", "        }\n", "        ((gf::vec<", out_t, ", ", vec,
                       ">*)out)[r * ", vectors, "ll + jv] = o;\n", "      }\n    }\n");
     } else {
-      absl::StrAppend(&body, arrays, slot_loop, stmts, "          out[r * ", L, " + j] = gf::cv<",
-                      out_t, ">(", v, ");\n", slot_end);
+      absl::StrAppend(&body, arrays,
+                      slot(absl::StrCat(stmts, "          out[r * ", L, " + j] = gf::cv<", out_t,
+                                        ">(", v, ");\n")));
     }
   } else {
     absl::StrAppend(&body, "    if (threadIdx.x == 0) out[r] = gf::cv<", out_t, ">(w", step.root,

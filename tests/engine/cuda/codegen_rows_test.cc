@@ -21,14 +21,15 @@ class RowKernels {
  public:
   // Plans `out` of `b` as one row step and generates its kernel.
   // `per_thread_16bit`: GenerateRows's elements_per_thread_16bit.
-  RowsKernel Generate(const RowGraphs& b, const std::string& out, int per_thread_16bit = 16) {
+  RowsKernel Generate(const RowGraphs& b, const std::string& out, int per_thread_16bit = 16,
+                      RowsLayout layout = RowsLayout::kAuto) {
     auto [graph, plan] = b.Build({out});
     EXPECT_NE(plan, nullptr);
     if (plan == nullptr) return {};
     EXPECT_EQ(plan->steps.size(), 1u);
     EXPECT_EQ(plan->steps.back().kind, StepKind::kRows) << plan->steps.back().description;
     auto k = GenerateRows(graph, plan->steps.back(), "rows" + std::to_string(count_++),
-                          per_thread_16bit);
+                          per_thread_16bit, layout);
     EXPECT_TRUE(k.ok()) << k.status();
     if (!k.ok() || !k->has_value()) {
       ADD_FAILURE() << "no kernel for " << plan->steps.back().description;
@@ -70,11 +71,29 @@ TEST(CodegenRowsTest, LayerNormInEveryFloatDtypeAndLayout) {
                                ? std::min(8, 16 / static_cast<int>(ItemSize(dtype)))
                                : 1;
       EXPECT_EQ(k.vector_width, want_vec) << DTypeName(dtype) << " " << l;
-      EXPECT_LE(k.block, 1024);
-      EXPECT_GE(k.block * k.vector_width * 1LL, (l + 15) / 16);
-      // x is read once, into registers; g and b where they are needed.
       EXPECT_EQ(k.inputs.size(), 4u);  // x, g, b and the epsilon
-      EXPECT_THAT(k.kernel_source, HasSubstr("c0["));
+      // Rows that would need 1024-thread blocks in registers (16384
+      // elements at 16 a thread) of at most 32 KiB are streamed in blocks
+      // of 256; others are read once, into registers.
+      EXPECT_EQ(k.streamed, l == 16384 && ItemSize(dtype) == 2) << DTypeName(dtype) << " " << l;
+      if (k.streamed) {
+        EXPECT_EQ(k.block, 256);
+        EXPECT_THAT(k.kernel_source, ::testing::Not(HasSubstr("c0[")));
+        EXPECT_THAT(k.kernel_source, ::testing::Not(HasSubstr(" f1[")));
+      } else {
+        EXPECT_LE(k.block, 1024);
+        EXPECT_GE(k.block * k.vector_width * 1LL, (l + 15) / 16);
+        EXPECT_THAT(k.kernel_source, HasSubstr("c0["));
+      }
+      // g and b (broadcast over the rows) are read a vector at a time when
+      // rows are whole vectors (x too when streamed).
+      if (want_vec > 1) {
+        EXPECT_THAT(k.kernel_source, HasSubstr("colv2."));
+        EXPECT_THAT(k.kernel_source, HasSubstr("colv3."));
+        if (k.streamed) {
+          EXPECT_THAT(k.kernel_source, HasSubstr("colv0."));
+        }
+      }
     }
   }
   kernels.ExpectAllCompile();
@@ -94,8 +113,14 @@ TEST(CodegenRowsTest, LayoutsOfCommonShapes) {
   EXPECT_THAT(sd.kernel_source, HasSubstr("gf::var_finish"));
   RowGraphs h = Rows2d(4096, 16384, DType::kBFloat16);
   const RowsKernel bf = kernels.Generate(h, h.LayerNorm("x", "g", "b"));
-  EXPECT_EQ(bf.block, 1024);
+  EXPECT_TRUE(bf.streamed);
+  EXPECT_EQ(bf.block, 256);
   EXPECT_EQ(bf.vector_width, 8);
+  // The register layout when asked for: a 1024-thread block a row.
+  const RowsKernel regs =
+      kernels.Generate(h, h.LayerNorm("x", "g", "b"), 16, RowsLayout::kRegisters);
+  EXPECT_FALSE(regs.streamed);
+  EXPECT_EQ(regs.block, 1024);
   // More elements a thread for 2-byte rows (--rows_elements_per_thread_16bit);
   // float32 rows keep 16.
   EXPECT_EQ(kernels.Generate(h, h.LayerNorm("x", "g", "b"), 32).block, 512);
@@ -121,6 +146,38 @@ TEST(CodegenRowsTest, EveryReductionAndIntegerDtypes) {
       RowGraphs b = Rows2d(3, 300, dtype);
       kernels.Generate(b, b.Reduce(op, RowGraphs::A("x"), {-1}, true, {{"ddof", 2.0}}));
     }
+  }
+  kernels.ExpectAllCompile();
+}
+
+TEST(CodegenRowsTest, LongRowsAreStreamed) {
+  RowKernels kernels;
+  {
+    // float32 rows of 16384 (64 KiB) stay in registers: streamed, the rows
+    // in flight would crowd L2.
+    RowGraphs b = Rows2d(4, 16384, DType::kFloat32);
+    EXPECT_FALSE(kernels.Generate(b, b.LayerNorm("x", "g", "b")).streamed);
+  }
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    // The planner's longest rows (PlanOptions::max_row_length).
+    RowGraphs b = Rows2d(4, 16384, dtype);
+    // var reads its row twice when streamed (no registers to keep it in).
+    const RowsKernel sd =
+        kernels.Generate(b, b.Reduce("std", RowGraphs::A("x"), {-1}, false, {{"ddof", 1.0}}));
+    EXPECT_TRUE(sd.streamed) << DTypeName(dtype);
+    EXPECT_EQ(sd.block, 256);
+    EXPECT_THAT(sd.kernel_source, HasSubstr("gf::var_finish"));
+    EXPECT_THAT(sd.kernel_source, ::testing::Not(HasSubstr("double x")));
+    // Rows of no whole vectors stream element by element.
+    RowGraphs odd = Rows2d(3, 16383, dtype);
+    const RowsKernel c = kernels.Generate(odd, odd.Center(RowGraphs::A("x")));
+    EXPECT_TRUE(c.streamed) << DTypeName(dtype);
+    EXPECT_EQ(c.vector_width, 1);
+    // Shorter rows streamed when asked: the same program, read again.
+    RowGraphs s = Rows2d(64, 1000, dtype);
+    const RowsKernel ln = kernels.Generate(s, s.LayerNorm("x", "g", "b"), 16, RowsLayout::kStream);
+    EXPECT_TRUE(ln.streamed);
+    EXPECT_THAT(ln.kernel_source, ::testing::Not(HasSubstr("c0[")));
   }
   kernels.ExpectAllCompile();
 }
