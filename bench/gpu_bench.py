@@ -650,7 +650,10 @@ class Runner:
                 traceback.print_exc()
                 arr = None
             if arr is None:
-                arr = tools.xp.asarray(s.download(i.name, chunk_bytes=4 << 20))
+                host = s.download(i.name, chunk_bytes=4 << 20)
+                if i.dtype == "bfloat16":  # raw words, as float32 for the references
+                    host = gpuflow.bfloat16_to_float32(host)
+                arr = tools.xp.asarray(host)
                 self.downloaded_inputs += 1
             local.append(arr)
         return local

@@ -175,7 +175,7 @@ class Run:
             self.binary("gpuflowd"), self.args.backend, self.tmp, os.path.join(self.tmp, "kernels"),
             ("--max_session_memory_limit=64GiB", "--default_session_memory_limit=16GiB",
              "--max_array_bytes=32GiB", "--max_sessions=64", "--allow_shared_memory",
-             "--allow_cuda_ipc"))
+             "--allow_cuda_ipc", *self.args.server_flag))
         self.procs.append(self.server_proc)
         with open(os.path.join(self.tmp, "pids"), "w") as f:
             f.write(f"{self.echo_proc.pid}\n{self.server_proc.pid}\n")
@@ -288,6 +288,9 @@ def main():
                              "them (a workload started before that point may overrun it)")
     parser.add_argument("--skip", default="", help=f"comma-separated sections of {SECTIONS}")
     parser.add_argument("--only", help="comma-separated kernel workload keys")
+    parser.add_argument("--server-flag", action="append", default=[],
+                        help="a flag for gpuflowd (repeatable), e.g. "
+                             "--server-flag=--reduction_blocks_per_sm=8")
     parser.add_argument("--no-cupy", action="store_true")
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--no-compile", action="store_true")
