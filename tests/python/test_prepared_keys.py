@@ -195,24 +195,43 @@ def test_literal_bytes_bound_the_key_table(monkeypatch):
 def test_large_graphs_are_walked():
     x = leaf("x")
     e = x
-    subs = []
+    chain = []
     for i in range(_prepared.MAX_SUB_OPS + 5):
         e = op("add", e, float(i))
-        subs.append(e._sub)
-    assert all(s is not None for s in subs[:_prepared.MAX_SUB_OPS])
-    assert all(s is None for s in subs[_prepared.MAX_SUB_OPS:])
+        chain.append(e)
+    assert all(c._sub is not None for c in chain[:_prepared.MAX_SUB_OPS])
+    assert all(c._sub is None for c in chain[_prepared.MAX_SUB_OPS:])
     assert isinstance(_prepared.structure([e]), _prepared.Structure)
+    assert isinstance(_prepared.structure([chain[0], e]), _prepared.Structure)
     # Built on a large one, merged past the bound: walked too.
     assert op("mul", e, 2.0)._sub is None
-    small = subs[40]
-    other = subs[30]
-    assert small is not None and other is not None
-    merged = op("add", _prepared.Sub(small).order[-1], op("neg", _prepared.Sub(other).order[-1]))
-    assert merged._sub is not None  # other's ops are among small's
-    wide = op("add", subs[40] and _prepared.Sub(subs[40]).order[-1],
-              copy_expr(_prepared.Sub(subs[30]).order[-1], {}))
+    merged = op("add", chain[40], op("neg", chain[30]))
+    assert merged._sub is not None  # chain[30]'s ops are among chain[40]'s
+    wide = op("add", chain[40], copy_expr(chain[30], {}))
     assert wide._sub is None  # 41 + 31 + 1 ops
     assert isinstance(_prepared.structure([wide]), _prepared.Structure)
+    check_against_walk([chain[20], chain[63], merged, op("mul", chain[62], 1.0)])
+    check_against_walk([chain[10], chain[20], chain[40]], roots_per_case=3)
+
+
+def test_ops_are_freed_by_reference_counting():
+    # What an op keeps refers to the ops it reads, never to itself: a
+    # graph nothing references goes at once (its temporaries with it), not
+    # at the next cycle collection.
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        x = leaf("x")
+        a = op("mul", x, 2.0)
+        b = op("add", a, op("neg", a))  # merged
+        c = op("where", b, a, op("mul", leaf("y"), 3.0))  # merged, new ops
+        refs = [weakref.ref(e) for e in (a, b, c)]
+        del a, b, c
+        assert all(r() is None for r in refs)
+    finally:
+        gc.enable()
 
 
 def pairs_that_differ():
@@ -362,6 +381,25 @@ def test_attribute_lists_are_taken_when_the_op_is_made():
     axes.append(1)
     assert e.attrs == {"axes": (0,)}
     assert _prepared.sub_of(e)[0] == key
+
+
+def test_temporaries_go_with_their_last_expression(session):
+    import gc
+
+    big = np.arange(1 << 15, dtype=np.float32)  # past the literal limit: uploaded
+    gc.disable()
+    try:
+        y = gf.sin(session.asarray(big)) * 2.0 + 1.0
+        y = y * 3.0  # operators' own way too
+        np.testing.assert_allclose(y.get(), (np.sin(big) * 2 + 1) * 3, rtol=1e-5, atol=1e-5)
+        assert not session._released
+        del y
+        assert len(session._released) == 1  # no cycle collection needed
+        name = session._released[0]
+    finally:
+        gc.enable()
+    session._delete_released()
+    assert name not in {a.name for a in session.list()}
 
 
 def test_requests_by_handle_are_kept_per_outputs_and_profile(session):

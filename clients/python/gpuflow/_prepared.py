@@ -170,13 +170,14 @@ def _intern(pair, nbytes):
 
 
 class Sub:
-    """What :class:`Structure` gives, made from the tuple an op keeps (see
-    :func:`sub_of`): ``key`` an int (see the module doc)."""
+    """What :class:`Structure` gives (``key`` an int, see the module doc),
+    made from the structure of one op or several ops' merged (see
+    :func:`sub_of`)."""
 
     __slots__ = ("key", "order", "arrays", "scalars", "values")
 
-    def __init__(self, kept):
-        self.key, self.order, self.arrays, self.scalars, self.values = kept
+    def __init__(self, structure):
+        self.key, self.order, self.arrays, self.scalars, self.values = structure
 
     def position(self, e):
         """Where the op ``e`` is in ``order``."""
@@ -184,15 +185,19 @@ class Sub:
         return len(order) - 1 if order[-1] is e else order.index(e)
 
 
-def _extend(kept, nodes):
-    """What an op keeps (see :func:`sub_of`) for the ops of ``kept`` (None:
-    none) followed by ``nodes``: ops not among them, each after the ops it
-    reads."""
-    if kept is None:
-        key, order, arrays, scalars, values = 0, [], [], [], []
-    else:
-        key, order, arrays, scalars, values = kept
-        order, arrays, scalars, values = list(order), list(arrays), list(scalars), list(values)
+def _whole(e):
+    """The structure of the op ``e`` that keeps one: what it keeps with
+    itself last in the order."""
+    key, before, arrays, scalars, values = e._sub
+    return key, before + (e,), arrays, scalars, values
+
+
+def _extend(base, nodes):
+    """The structure (key, ops in graph order, arrays, scalars, exact
+    scalar values) of the structure ``base``'s ops followed by ``nodes``:
+    ops not among them, each after the ops it reads."""
+    key, order, arrays, scalars, values = base
+    order, arrays, scalars, values = list(order), list(arrays), list(scalars), list(values)
     expr = type(nodes[-1])
     positions = None  # id(op) -> position, once an input is not the last op
     for e in nodes:
@@ -237,10 +242,11 @@ def _extend(kept, nodes):
     return key, tuple(order), tuple(arrays), tuple(scalars), tuple(values)
 
 
-def _merge(kept, more, tail):
-    """What an op keeps for the ops of ``kept``, then those of each of
-    ``more`` not yet listed, then ``tail``: None past MAX_SUB_OPS."""
-    seen = set(kept[1])
+def _merge(base, more, tail):
+    """The structure of the structure ``base``'s ops, then those of each of
+    ``more`` (structures) not yet listed, then ``tail``: None past
+    MAX_SUB_OPS."""
+    seen = set(base[1])
     nodes = []
     for other in more:
         for e in other[1]:
@@ -249,17 +255,18 @@ def _merge(kept, more, tail):
                 nodes.append(e)
     nodes.extend(tail)
     if not nodes:
-        return kept
-    if len(kept[1]) + len(nodes) > MAX_SUB_OPS:
+        return base
+    if len(base[1]) + len(nodes) > MAX_SUB_OPS:
         return None
-    return _extend(kept, nodes)
+    return _extend(base, nodes)
 
 
 def sub_of(e):
     """What the op ``e`` keeps of its structure, made from what its op
-    inputs keep: (key, ops in graph order, arrays, scalars, exact scalar
-    values), or None when it needs more than MAX_SUB_OPS ops (evaluation
-    then walks them)."""
+    inputs keep: (key, the ops before it in graph order, arrays, scalars,
+    exact scalar values), or None when it needs more than MAX_SUB_OPS ops
+    (evaluation then walks them). The op itself is not in what it keeps:
+    an op refers only to the ops it reads, so reference counting frees it."""
     expr = type(e)
     base = root = None
     for x in e.inputs:
@@ -274,16 +281,21 @@ def sub_of(e):
                     if type(y) is expr and y.op is not None:
                         if y._sub is None:
                             return None
-                        more.append(y._sub)
-                return _merge(base, more, (e,))
+                        more.append(_whole(y))
+                merged = _merge(_whole(root), more, (e,))
+                if merged is None:
+                    return None
+                key, order, arrays, scalars, values = merged
+                return key, order[:-1], arrays, scalars, values
     # No op input, or one (maybe read more than once): e's entry onto it.
     if base is None:
-        key, order, arrays, scalars, values = 0, (), (), (), ()
+        key, before, arrays, scalars, values = 0, (), (), (), ()
     else:
-        key, order, arrays, scalars, values = base
-        if len(order) >= MAX_SUB_OPS:
+        key, before, arrays, scalars, values = base
+        if len(before) + 1 >= MAX_SUB_OPS:
             return None
-    top = len(order) - 1
+        before += (root,)
+    top = len(before) - 1
     inputs = []
     types = ()
     nbytes = 0
@@ -316,19 +328,18 @@ def sub_of(e):
     key = _keys.get(pair)
     if key is None:
         key = _intern(pair, nbytes)
-    return key, order + (e,), arrays, scalars, values
+    return key, before, arrays, scalars, values
 
 
 def structure(exprs):
     """The Sub or Structure of what evaluating the op exprs ``exprs``
     sends: what they keep merged when they keep it, else a walk."""
-    first = exprs[0]._sub
-    if first is not None:
+    if exprs[0]._sub is not None:
+        first = _whole(exprs[0])
         if len(exprs) == 1:
             return Sub(first)
-        more = [e._sub for e in exprs[1:]]
-        if all(kept is not None for kept in more):
-            merged = _merge(first, more, ())
+        if all(e._sub is not None for e in exprs[1:]):
+            merged = _merge(first, [_whole(e) for e in exprs[1:]], ())
             if merged is not None:
                 return Sub(merged)
     return Structure(exprs)

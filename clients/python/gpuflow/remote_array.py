@@ -323,18 +323,19 @@ def _binop(op, a, b):
     if weak is not None and type(array) is RemoteArray:
         x = array._expr
         kept = x._sub
-        if x.op is None or kept is not None and len(kept[1]) < _prepared.MAX_SUB_OPS:
+        if x.op is None or kept is not None and len(kept[1]) + 1 < _prepared.MAX_SUB_OPS:
             type_key = (x.dtype, x.shape, False)
             inferred = _INFERRED.get((op, type_key, weak[0]) if first else (op, weak[0], type_key))
             if inferred is not None:
                 session = array.session
                 session._check_open()
                 if kept is None:  # the session array is the first array read
-                    key, order, arrays, scalars, values = 0, (), (x.array_name,), (), ()
+                    key, before, arrays, scalars, values = 0, (), (x.array_name,), (), ()
                     ref, types = -1, ((x.dtype, x.shape),)
                 else:
-                    key, order, arrays, scalars, values = kept
-                    ref, types = len(order) - 1, ()
+                    key, before, arrays, scalars, values = kept
+                    ref, types = len(before), ()
+                    before += (x,)
                 pair = (key, (op, (), (ref, weak[1]) if first else (weak[1], ref), types))
                 e = _new(_Expr)
                 e.op = op
@@ -346,7 +347,7 @@ def _binop(op, a, b):
                     exact = scalar  # as _prepared._exact gives it
                 else:
                     exact = _prepared._exact(scalar)
-                e._sub = (_prepared._keys.get(pair) or _prepared._intern(pair, 0), order + (e,),
+                e._sub = (_prepared._keys.get(pair) or _prepared._intern(pair, 0), before,
                           arrays, scalars + (scalar,), values + (exact,))
                 r = _new(RemoteArray)
                 r.session, r._expr, r._writable = session, e, False
