@@ -285,6 +285,7 @@ absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& gra
 
   // ---- the row's program ----
   std::vector<int> computed_full;  // full nodes kept in f<n>[ipt]
+  std::vector<int> reciprocals;    // bfloat16 divisions with their rd<n> declared
   std::vector<int> computed_row;   // row values w<n>
   std::string body;
   std::string structs;
@@ -344,6 +345,44 @@ absl::StatusOr<std::optional<RowsKernel>> GenerateRows(const ValidatedGraph& gra
     std::string code;
     std::string stmts = internal::EmitElementwiseNodes(
         graph, nodes, [&](const ValueRef& ref) { return value_of(ref, Form::kFull, nodes); });
+    // bfloat16 divisions of full values by a row value (or a scalar): the
+    // row's reciprocal once (gf::div_by, exact for bfloat16), when the
+    // statement reads as EmitElementwiseNodes writes it.
+    for (int n : nodes) {
+      const ValidatedNode& node = graph.nodes[n];
+      if (node.op->name != "div" || node.type.output.dtype != DType::kBFloat16 ||
+          node.type.compute_dtype != DType::kBFloat16) {
+        continue;
+      }
+      const ValueRef& d = node.inputs[1];
+      const bool row_value = internal_node(d) && form[d.index] != Form::kFull;
+      const bool scalar = !internal_node(d) && [&] {
+        for (const StepInput& in : rk.inputs) {
+          if (in.ref == d) return in.by_value;
+        }
+        return false;
+      }();
+      if (!row_value && !scalar) continue;
+      const std::string divisor = value_of(d, Form::kFull, nodes);
+      const std::string head =
+          absl::StrCat("const bf16 v", n, " = gf::cv<bf16>(gf::op_div<float>(");
+      const std::string tail = absl::StrCat(", gf::in<float, bf16>(", divisor, ")));\n");
+      const size_t at = stmts.find(head);
+      const size_t end = at == std::string::npos ? at : stmts.find('\n', at);
+      if (end == std::string::npos ||
+          stmts.compare(end + 1 - tail.size(), tail.size(), tail) != 0) {
+        continue;
+      }
+      const std::string rd = absl::StrCat("rd", n);
+      stmts.replace(end + 1 - tail.size(), tail.size(), absl::StrCat(", ", rd, "));\n"));
+      stmts.replace(at, head.size(),
+                    absl::StrCat("const bf16 v", n, " = gf::cv<bf16>(gf::div_by("));
+      if (!Contains(reciprocals, n)) {
+        reciprocals.push_back(n);
+        absl::StrAppend(&code, "    const gf::rcp_div ", rd,
+                        " = gf::rcp_div_of(gf::in<float, bf16>(", divisor, "));\n");
+      }
+    }
     for (int n : nodes) {
       bool later = false;
       for (int m : step.nodes) {

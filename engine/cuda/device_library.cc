@@ -237,6 +237,17 @@ template <class C> __device__ __forceinline__ C op_mul(C a, C b) {
   if constexpr (same<C, bool>::v) return a && b; else if constexpr (same<C, i64>::v) return wmul(a, b); else return a * b;
 }
 template <class C> __device__ __forceinline__ C op_div(C a, C b) { return a / b; }
+// A bfloat16 division by a value shared by many elements (a row's), as a
+// multiply by its reciprocal when that is normal: for bfloat16 operands the
+// float product rounds to the bfloat16 quotient's bits (every bfloat16
+// numerator against every divisor of normal reciprocal, checked on the
+// host); other divisors divide.
+struct rcp_div { float d, r; bool ok; };
+__device__ __forceinline__ rcp_div rcp_div_of(float d) {
+  const float a = fabsf(d);
+  return rcp_div{d, 1.0f / d, a >= 0x1p-126f && a <= 0x1p126f};
+}
+__device__ __forceinline__ float div_by(float a, const rcp_div& q) { return q.ok ? a * q.r : a / q.d; }
 template <class C> __device__ __forceinline__ C fp_floordiv(C a, C b) {
   if (b == 0) return a / b;
   C mod = fmod(a, b);

@@ -72,6 +72,10 @@ TEST(CodegenRowsTest, LayerNormInEveryFloatDtypeAndLayout) {
                                : 1;
       EXPECT_EQ(k.vector_width, want_vec) << DTypeName(dtype) << " " << l;
       EXPECT_EQ(k.inputs.size(), 4u);  // x, g, b and the epsilon
+      // bfloat16's division by the row's deviation is a multiply by its
+      // reciprocal (exact for bfloat16 operands); other dtypes divide.
+      EXPECT_EQ(k.kernel_source.find("gf::div_by(") != std::string::npos, dtype == DType::kBFloat16)
+          << DTypeName(dtype);
       // Rows that would need 1024-thread blocks in registers (16384
       // elements at 16 a thread) of at most 32 KiB are streamed in blocks
       // of 256; others are read once, into registers.
@@ -179,6 +183,22 @@ TEST(CodegenRowsTest, LongRowsAreStreamed) {
     EXPECT_TRUE(ln.streamed);
     EXPECT_THAT(ln.kernel_source, ::testing::Not(HasSubstr("c0[")));
   }
+  kernels.ExpectAllCompile();
+}
+
+TEST(CodegenRowsTest, BFloat16DivisionsByRowValuesAndScalarsUseTheReciprocal) {
+  RowKernels kernels;
+  RowGraphs b = Rows2d(8, 4096, DType::kBFloat16);
+  // (x - mean) / 3, x / max(x), and max(x) / x (a full divisor divides).
+  const std::string c = b.Center(RowGraphs::A("x"));
+  const RowsKernel by_scalar = kernels.Generate(b, b.Op("div", {RowGraphs::N(c), RowGraphs::S(3)}));
+  EXPECT_THAT(by_scalar.kernel_source, HasSubstr("gf::div_by("));
+  const std::string mx = b.Reduce("max", RowGraphs::A("x"), {-1}, true);
+  const RowsKernel by_row = kernels.Generate(b, b.Op("div", {RowGraphs::A("x"), RowGraphs::N(mx)}));
+  EXPECT_THAT(by_row.kernel_source, HasSubstr("gf::div_by("));
+  const RowsKernel of_row = kernels.Generate(b, b.Op("div", {RowGraphs::N(mx), RowGraphs::A("x")}));
+  EXPECT_THAT(of_row.kernel_source, ::testing::Not(HasSubstr("gf::div_by(")));
+  EXPECT_THAT(of_row.kernel_source, HasSubstr("gf::op_div<float>("));
   kernels.ExpectAllCompile();
 }
 
