@@ -88,6 +88,10 @@ ABSL_FLAG(int, reduction_blocks_per_sm, 4,
 ABSL_FLAG(int, rows_elements_per_thread_16bit, 16,
           "About how many elements of a row each thread of a row program holds when the row's "
           "data is float16 or bfloat16 (cuda backend; tuning)");
+ABSL_FLAG(int, short_work_reserved_sms, 0,
+          "SMs kept out of the sessions' own streams, which then run in a green context of the "
+          "other SMs, so short requests (the priority streams) find SMs free beside long kernels "
+          "(cuda backend, CUDA 12.5+, experimental; long work gets that many fewer SMs; 0: off)");
 ABSL_FLAG(ByteCount, pool_reserve, ByteCount{int64_t{1} << 30},
           "Device memory the pool reserves at start, so first requests do not grow it (cuda "
           "backend; at most --pool_release_threshold)");
@@ -211,6 +215,7 @@ const std::vector<std::string> kEnvFlags = {
     "pool_reserve",
     "reduction_blocks_per_sm",
     "rows_elements_per_thread_16bit",
+    "short_work_reserved_sms",
     "cuda_include_dir",
     "kernel_cache_dir",
     "kernel_cache_max_bytes",
@@ -276,6 +281,7 @@ gpuflow::cuda::CudaBackendOptions CudaOptions(int device) {
   options.reduction_blocks_per_sm = std::max(1, absl::GetFlag(FLAGS_reduction_blocks_per_sm));
   options.rows_elements_per_thread_16bit =
       std::clamp(absl::GetFlag(FLAGS_rows_elements_per_thread_16bit), 1, 64);
+  options.short_work_reserved_sms = std::max(0, absl::GetFlag(FLAGS_short_work_reserved_sms));
   options.cuda_include_dir = absl::GetFlag(FLAGS_cuda_include_dir);
   // One on-disk cache for every device: what one compiled, the others load.
   options.kernel_cache_dir =

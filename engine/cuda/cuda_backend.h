@@ -37,6 +37,12 @@ struct CudaBackendOptions {
   // for rows of 2-byte data (float16, bfloat16); others hold 16 (a tuning
   // knob).
   int rows_elements_per_thread_16bit = 16;
+  // SMs kept out of the sessions' own streams (their long work), which then
+  // run in a green context of the other SMs (sm_partition.h), so that the
+  // priority streams' short requests find SMs free beside a long kernel;
+  // long work runs on that many fewer SMs. 0: off (all streams in the
+  // primary context).
+  int short_work_reserved_sms = 0;
   // Headers for NVRTC (cuda_fp16.h, cub/).
   std::string cuda_include_dir = "/usr/local/cuda/include";
   // The on-disk kernel cache behind the in-memory one (kernel_cache.h);

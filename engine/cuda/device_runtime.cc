@@ -88,7 +88,14 @@ absl::StatusOr<std::unique_ptr<DeviceRuntime>> DeviceRuntime::Create(
       cudaGetLastError();  // not sticky: a smaller device simply starts cold
     }
   }
-  return std::make_unique<DeviceRuntime>(options.device, props, pool);
+  std::shared_ptr<SmPartition> partition;
+  if (options.short_work_reserved_sms > 0) {
+    absl::StatusOr<std::unique_ptr<SmPartition>> p =
+        SmPartition::Create(options.device, options.short_work_reserved_sms);
+    if (!p.ok()) return p.status();
+    partition = *std::move(p);
+  }
+  return std::make_unique<DeviceRuntime>(options.device, props, pool, std::move(partition));
 }
 
 std::string DeviceRuntime::uuid() const {
@@ -102,9 +109,13 @@ std::string DeviceRuntime::uuid() const {
 }
 
 std::string DeviceRuntime::description() const {
-  return absl::StrCat(props_.name, " (sm_", props_.major, props_.minor, ", ",
-                      props_.multiProcessorCount, " SMs, ",
-                      static_cast<double>(props_.totalGlobalMem) / (1 << 30), " GiB)");
+  return absl::StrCat(
+      props_.name, " (sm_", props_.major, props_.minor, ", ", props_.multiProcessorCount, " SMs, ",
+      static_cast<double>(props_.totalGlobalMem) / (1 << 30), " GiB",
+      partition_ == nullptr ? std::string()
+                            : absl::StrCat("; long work on ", partition_->sms(), " SMs, ",
+                                           partition_->left_out(), " kept for short requests"),
+      ")");
 }
 
 absl::Status DeviceRuntime::Check(cudaError_t error, const char* call) {
@@ -144,10 +155,15 @@ absl::StatusOr<std::unique_ptr<Stream>> DeviceRuntime::CreateStream(
     handle->staging = std::make_shared<StagingRing>();
     handle->staging->device = device_;
   }
-  if (absl::Status s =
-          Check(cudaStreamCreateWithPriority(&handle->stream, cudaStreamNonBlocking, priority),
-                "cudaStreamCreateWithPriority");
-      !s.ok()) {
+  if (partition_ != nullptr && priority == 0) {
+    absl::StatusOr<cudaStream_t> stream = partition_->CreateStream(priority);
+    if (!stream.ok()) return stream.status();
+    handle->stream = *stream;
+    handle->partition = partition_;
+  } else if (absl::Status s = Check(
+                 cudaStreamCreateWithPriority(&handle->stream, cudaStreamNonBlocking, priority),
+                 "cudaStreamCreateWithPriority");
+             !s.ok()) {
     return s;
   }
   return std::unique_ptr<Stream>(std::make_unique<CudaStream>(std::move(handle)));

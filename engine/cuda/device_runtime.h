@@ -28,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/backend.h"
 #include "engine/cuda/cuda_backend.h"
+#include "engine/cuda/sm_partition.h"
 
 namespace gpuflow::cuda {
 
@@ -66,6 +67,9 @@ struct StreamHandle {
   cublasHandle_t blas = nullptr;
   absl::Mutex blas_mu;
   std::shared_ptr<StagingRing> staging;
+  // The SM partition `stream` was made in (null: the primary context),
+  // destroyed after the stream.
+  std::shared_ptr<SmPartition> partition;
 
   ~StreamHandle();
 };
@@ -122,8 +126,9 @@ class DeviceRuntime {
   // FAILED_PRECONDITION when the device does not exist.
   static absl::StatusOr<std::unique_ptr<DeviceRuntime>> Create(const CudaBackendOptions& options);
 
-  DeviceRuntime(int device, cudaDeviceProp props, cudaMemPool_t pool)
-      : device_(device), props_(props), pool_(pool) {}
+  DeviceRuntime(int device, cudaDeviceProp props, cudaMemPool_t pool,
+                std::shared_ptr<SmPartition> partition = nullptr)
+      : device_(device), props_(props), pool_(pool), partition_(std::move(partition)) {}
   DeviceRuntime(const DeviceRuntime&) = delete;
   DeviceRuntime& operator=(const DeviceRuntime&) = delete;
 
@@ -142,7 +147,9 @@ class DeviceRuntime {
   MemoryStats memory_stats() const;
 
   // `priority` as cudaStreamCreateWithPriority's (lower runs first); 0 is
-  // the default and the lowest.
+  // the default and the lowest. Streams of priority 0 are created in the
+  // SM partition when there is one (short_work_reserved_sms), others in the
+  // primary context.
   // `share_staging_with` (may be null): a stream whose staging ring the new
   // one uses too.
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream(int priority = 0,
@@ -203,6 +210,8 @@ class DeviceRuntime {
   const int device_;
   const cudaDeviceProp props_;
   cudaMemPool_t pool_;
+  // Its streams' handles hold it too: the green context outlives them.
+  const std::shared_ptr<SmPartition> partition_;
   std::atomic<bool> healthy_{true};
   absl::Mutex peers_mu_;
   // Peer ordinal -> whether this device reaches its memory (CanReachPeer).

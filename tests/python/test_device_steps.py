@@ -171,3 +171,40 @@ def test_step_runs_on_the_device(session, case):
             np.testing.assert_array_equal(got, want)
         else:
             np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6)
+
+
+def test_short_work_reserved_sms_runs_every_kind_of_step(make_server):
+    """--short_work_reserved_sms: the sessions' own streams in a green
+    context of the other SMs, the priority streams in the primary context.
+    Small requests (priority stream) and large ones (the session's stream:
+    past 64 MiB, cuBLAS and CUB) give NumPy's answers either way, and
+    ServerInfo says how the SMs are split. The CPU backend takes the flag
+    and ignores it."""
+    srv = make_server("--short_work_reserved_sms=4", "--default_session_memory_limit=2GiB",
+                      "--max_session_memory_limit=2GiB")
+    rng = np.random.default_rng(9)
+    n = 4096 if BACKEND == "cuda" else 256
+    a = rng.integers(-4, 5, size=(n, n)).astype(np.float32)
+    small = rng.standard_normal(1000).astype(np.float32)
+    c = gpuflow.connect(srv.target)
+    try:
+        info = c.info()
+        if BACKEND == "cuda":
+            assert "kept for short requests" in info.device, info.device
+        with c.session(label="partition") as s:
+            s.upload(a, name="a")
+            s.upload(small, name="v")
+            g = gpuflow.Graph()
+            x = g.array("a")
+            big = s.execute(g, outputs=[g.matmul(x, x), g.sum(g.mul(x, x), axes=[1]),
+                                        g.sort(g.reshape(x, shape=[n * n]))])
+            np.testing.assert_array_equal(big[0], a @ a)  # small integers: exact
+            np.testing.assert_array_equal(big[1], (a * a).sum(axis=1))
+            np.testing.assert_array_equal(big[2], np.sort(a.reshape(-1)))
+            g2 = gpuflow.Graph()
+            v = g2.array("v")
+            r = s.execute(g2, outputs=[g2.exp(v), g2.max(v, axes=[0])])
+            np.testing.assert_allclose(r[0], np.exp(small), rtol=1e-6)
+            assert r[1] == small.max()
+    finally:
+        c.close()
