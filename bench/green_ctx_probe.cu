@@ -20,13 +20,13 @@
 
 namespace {
 
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    const auto rc_ = (call);                                                         \
-    if (rc_ != 0) {                                                                  \
+#define CHECK(call)                                                                    \
+  do {                                                                                 \
+    const auto rc_ = (call);                                                           \
+    if (rc_ != 0) {                                                                    \
       std::fprintf(stderr, "%s:%d: %s failed (%d)\n", __FILE__, __LINE__, #call, rc_); \
-      std::exit(1);                                                                  \
-    }                                                                                \
+      std::exit(1);                                                                    \
+    }                                                                                  \
   } while (0)
 
 __device__ unsigned long long Now() {
@@ -52,8 +52,8 @@ std::pair<double, double> TimeTiny(cudaStream_t priority, int* buffer, int n) {
     const auto t0 = std::chrono::steady_clock::now();
     Tiny<<<1, 32, 0, priority>>>(buffer);
     CHECK(cudaStreamSynchronize(priority));
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   std::sort(us.begin(), us.end());
@@ -100,8 +100,9 @@ int main() {
     CHECK(cudaEventSynchronize(e));
     float ms = 0;
     CHECK(cudaEventElapsedTime(&ms, b, e));
-    std::printf("%s: long kernel %.2f ms (%d waves of %.1f ms on all SMs); tiny p50 %.1f us, p99 %.1f us\n",
-                label, ms, waves, wave_ns / 1e6, p50, p99);
+    std::printf(
+        "%s: long kernel %.2f ms (%d waves of %.1f ms on all SMs); tiny p50 %.1f us, p99 %.1f us\n",
+        label, ms, waves, wave_ns / 1e6, p50, p99);
   };
   under(normal, "long kernel on the primary context");
 
@@ -128,6 +129,7 @@ int main() {
   }
   int check = 0;
   CHECK(cudaMemcpy(&check, spin_out + blocks - 1, sizeof(int), cudaMemcpyDeviceToHost));
-  std::printf("the long kernel wrote the primary context's memory: %s\n", check == 1 ? "yes" : "no");
+  std::printf("the long kernel wrote the primary context's memory: %s\n",
+              check == 1 ? "yes" : "no");
   return 0;
 }
